@@ -1,0 +1,141 @@
+"""The runtime's exceptions: one root, each class raised in one kind of situation.
+
+MnemaraError                      root of everything the runtime raises on purpose
+├── ConfigError                   config.json (or another settings file) is unreadable or invalid
+├── InstanceError                 an instance cannot be used as asked
+│   ├── InvalidInstanceNameError  the name could escape MNEMARA_HOME or is reserved
+│   ├── InstanceNotFoundError     no directory for that instance
+│   └── InstanceExistsError       `init` would overwrite an existing instance
+├── StoreError                    turns.sqlite cannot be opened, read or written
+│   ├── StoreCorruptError         the file is not a usable SQLite database
+│   └── ExportFormatError         an import file is malformed or from a newer format version
+├── RoleDocError                  a role doc given on purpose (`role --set`) cannot be used
+├── FetchError                    `role --set-from-url` refused or failed
+├── PolicyError                   permissions.json or a policy pattern is unusable (fail closed)
+└── DriverError                   a turn could not be run by the model driver
+    ├── CredentialsError          no API key, login or base URL the CLI can use
+    ├── PromptTooLongError        the model service refused the prompt's size
+    ├── ServiceBusyError          429 / 529 overloaded; the input is kept, retry later
+    └── TurnInterruptedError      the turn was stopped (operator /stop, shutdown)
+
+Every error carries the fields that locate it and a message that says what to do next; the
+CLI maps the classes to exit codes (see panels/cli/errors.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MnemaraError(Exception):
+    """Root of the runtime's own errors."""
+
+
+class ConfigError(MnemaraError):
+    """Raised when a config file cannot be parsed or a field is invalid. Names file and field."""
+
+    def __init__(self, message: str, *, path: Path | None = None, field: str | None = None):
+        where = str(path) if path else "config"
+        if field:
+            where = f"{where}: field '{field}'"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.field = field
+
+
+class InstanceError(MnemaraError):
+    """Raised when an instance cannot be used as asked."""
+
+    def __init__(self, message: str, *, instance: str):
+        super().__init__(message)
+        self.instance = instance
+
+
+class InvalidInstanceNameError(InstanceError):
+    """Raised for names that are empty, reserved, or could escape MNEMARA_HOME."""
+
+
+class InstanceNotFoundError(InstanceError):
+    """Raised when the instance directory does not exist."""
+
+
+class InstanceExistsError(InstanceError):
+    """Raised when `init` would overwrite an existing instance."""
+
+
+class StoreError(MnemaraError):
+    """Raised when turns.sqlite cannot be opened, read or written."""
+
+    def __init__(self, message: str, *, path: Path | None = None, row_id: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.row_id = row_id
+
+
+class StoreCorruptError(StoreError):
+    """Raised when turns.sqlite is not a usable SQLite database."""
+
+
+class ExportFormatError(StoreError):
+    """Raised when an import file is malformed or written by a newer format version."""
+
+    def __init__(self, message: str, *, path: Path | None = None, line: int | None = None):
+        super().__init__(message, path=path)
+        self.line = line
+
+
+class RoleDocError(MnemaraError):
+    """Raised when a role doc set on purpose is a directory, binary, unreadable or too big."""
+
+    def __init__(self, message: str, *, path: Path):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+class FetchError(MnemaraError):
+    """Raised when `role --set-from-url` refuses a URL or the download fails."""
+
+    def __init__(self, message: str, *, url: str):
+        super().__init__(f"{url}: {message}")
+        self.url = url
+
+
+class PolicyError(MnemaraError):
+    """Raised when permissions.json or a pattern cannot be trusted; the policy fails closed."""
+
+    def __init__(self, message: str, *, path: Path | None = None, field: str | None = None):
+        where = str(path) if path else "policy"
+        if field:
+            where = f"{where}: field '{field}'"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.field = field
+
+
+class DriverError(MnemaraError):
+    """Raised when the model driver cannot run a turn."""
+
+
+class CredentialsError(DriverError):
+    """Raised when the CLI has no API key, login or base URL to use."""
+
+
+class PromptTooLongError(DriverError):
+    """Raised when the model service refuses a prompt for its size."""
+
+
+class ServiceBusyError(DriverError):
+    """Raised on 429 / 529 answers; the turn's input is kept so it can be retried."""
+
+
+class TurnInterruptedError(DriverError):
+    """Raised when a turn is stopped before it finished (operator /stop or shutdown)."""
+
+
+CREDENTIALS_HELP = (
+    "No credentials for the model service. Provide one of:\n"
+    "  - ANTHROPIC_API_KEY=sk-ant-...            (an API key)\n"
+    "  - a logged-in Claude Code CLI             (run `claude login` once)\n"
+    "  - ANTHROPIC_BASE_URL=http://host:port      (an Anthropic-compatible endpoint,\n"
+    "                                              e.g. a local model server or the rehearsal model)"
+)
