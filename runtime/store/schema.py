@@ -1,0 +1,189 @@
+"""The turn store's schema, its version (`PRAGMA user_version`) and the ordered migrations.
+
+`MIGRATIONS[n]` takes a database from version n to n + 1. Version 0 is either a fresh file or
+one written by the original mnemara (a single table with `content` and `pin_label` columns);
+the latter is copied aside first and converted in the same transaction that creates version 1.
+A file from a newer mnemara, or a SQLite file that is not a turn store at all, is refused
+without being touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from runtime.debuglog import DebugLog
+from runtime.errors import StoreError
+from runtime.store import original_rows, row_sql, slot_sql
+from runtime.store.codec import utc_now
+from runtime.store.connection import RetryPolicy, run_write, translate_errors
+
+MigrationAction = Literal["absent", "created", "up_to_date", "migrated", "converted_legacy"]
+
+
+def _v1_tables(conn: sqlite3.Connection) -> None:
+    # AUTOINCREMENT: ids are never reused after deletes, so markers (`after_row_id`) and
+    # exported ids keep meaning the same rows.
+    conn.execute(
+        """CREATE TABLE window_rows (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            ts TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+            blocks TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            tokens_exact INTEGER NOT NULL DEFAULT 0,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            label TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'complete'
+                CHECK (status IN ('in_flight', 'complete', 'interrupted')),
+            consumed_ids TEXT NOT NULL DEFAULT '[]',
+            compressed INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    conn.execute("CREATE INDEX window_rows_status ON window_rows (status)")
+    conn.execute(
+        """CREATE TABLE slots (
+            label TEXT PRIMARY KEY,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            updated_at TEXT NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE markers (
+            name TEXT PRIMARY KEY,
+            after_row_id INTEGER NOT NULL,
+            ts TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables,)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What opening (or `mnemara migrate`) did to one turns.sqlite."""
+
+    path: Path
+    action: MigrationAction
+    from_version: int | None
+    to_version: int | None
+    rows_converted: int = 0
+    backup: Path | None = None
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self) -> str:
+        """One line for the CLI."""
+        text = {
+            "absent": f"{self.path}: no turn store yet, nothing to migrate",
+            "created": f"{self.path}: created (schema v{self.to_version})",
+            "up_to_date": f"{self.path}: already at schema v{self.to_version}",
+            "migrated": f"{self.path}: schema v{self.from_version} -> v{self.to_version}",
+            "converted_legacy": (
+                f"{self.path}: converted {self.rows_converted} rows from the original "
+                f"mnemara format to schema v{self.to_version}"
+            ),
+        }[self.action]
+        if self.backup is not None:
+            text += f"; original kept at {self.backup}"
+        return text
+
+
+def read_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def prepare(
+    conn: sqlite3.Connection, path: Path, *, policy: RetryPolicy, debug: DebugLog | None
+) -> MigrationReport:
+    """Bring the file to LATEST_VERSION, converting an original-mnemara file; report what ran."""
+    with translate_errors(path):
+        version = read_version(conn)
+        if version > LATEST_VERSION:
+            raise StoreError(
+                f"{path} was written by a newer mnemara (schema v{version}; this one knows up to "
+                f"v{LATEST_VERSION}). Upgrade mnemara to use this instance; the file is unchanged.",
+                path=path,
+            )
+        if version == LATEST_VERSION:
+            return MigrationReport(path, "up_to_date", version, version)
+        legacy_table = original_rows.find_legacy_table(conn) if version == 0 else None
+        if version == 0 and legacy_table is None:
+            _refuse_foreign(conn, path)
+        backup = None
+        if legacy_table is not None or version > 0:
+            backup = _backup(conn, path, "original" if legacy_table else f"v{version}")
+
+    def migrate(c: sqlite3.Connection) -> MigrationReport:
+        # Checked again under the write lock: another process may have migrated meanwhile.
+        current = read_version(c)
+        if current >= LATEST_VERSION:
+            return MigrationReport(path, "up_to_date", current, current, backup=backup)
+        converted = None
+        if legacy_table is not None:
+            converted = original_rows.read_legacy_rows(c, legacy_table)
+        for step in MIGRATIONS[current:]:
+            step(c)
+        c.execute(f"PRAGMA user_version = {LATEST_VERSION}")
+        if converted is None:
+            action: MigrationAction = "migrated" if current > 0 else "created"
+            return MigrationReport(path, action, current, LATEST_VERSION, backup=backup)
+        row_sql.insert_whole_rows(c, converted.rows)
+        row_sql.raise_last_row_id(c, max((row.id for row in converted.rows), default=0))
+        c.execute(f"DROP TABLE {original_rows.quote_name(converted.table)}")
+        slot_sql.set_meta(c, "converted_from_original_at", utc_now())
+        return MigrationReport(
+            path,
+            "converted_legacy",
+            0,
+            LATEST_VERSION,
+            rows_converted=len(converted.rows),
+            backup=backup,
+            notes=converted.notes,
+        )
+
+    report = run_write(conn, migrate, path=path, policy=policy, debug=debug)
+    if debug is not None and report.action != "up_to_date":
+        debug.write("info", "store_migrated", detail=report.describe())
+    return report
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """A version-0 file with tables we do not know is someone else's database: leave it be."""
+    names = [
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if names:
+        raise StoreError(
+            f"{path} is a SQLite database but not a mnemara turn store (tables: "
+            f"{', '.join(sorted(names))}). Move it aside; mnemara will not modify it.",
+            path=path,
+        )
+
+
+def _backup(conn: sqlite3.Connection, path: Path, tag: str) -> Path:
+    """A consistent copy (SQLite's backup API, so WAL content is included) next to the file."""
+    target = path.with_name(f"{path.name}.{tag}.bak")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.{tag}.{counter}.bak")
+        counter += 1
+    copy = sqlite3.connect(target)
+    try:
+        conn.backup(copy)
+    finally:
+        copy.close()
+    return target
