@@ -97,10 +97,22 @@ def run_read(
     return _retrying(conn, fn, "BEGIN", path=path, policy=policy, debug=debug)
 
 
+def run_untransacted(
+    conn: sqlite3.Connection,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    policy: RetryPolicy,
+    debug: DebugLog | None,
+) -> T:
+    """Run `fn` outside any transaction (pragmas such as journal_mode), retried while busy."""
+    return _retrying(conn, fn, None, path=path, policy=policy, debug=debug)
+
+
 def _retrying(
     conn: sqlite3.Connection,
     fn: Callable[[sqlite3.Connection], T],
-    begin: str,
+    begin: str | None,
     *,
     path: Path,
     policy: RetryPolicy,
@@ -110,16 +122,7 @@ def _retrying(
     for attempt, delay in enumerate(delays, start=1):
         try:
             with translate_errors(path, retry_busy=True):
-                conn.execute(begin)
-                try:
-                    result = fn(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    # Also on cancellation or KeyboardInterrupt: nothing half-written stays.
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                return result
+                return _attempt(conn, fn, begin)
         except _Busy as busy:
             if delay is None:
                 raise StoreError(
@@ -132,6 +135,23 @@ def _retrying(
                 debug.write("warning", "store_busy_retry", path=str(path), attempt=attempt)
             policy.sleep(delay)
     raise AssertionError("unreachable: the last delay is None")
+
+
+def _attempt(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], begin: str | None
+) -> T:
+    if begin is None:
+        return fn(conn)
+    conn.execute(begin)
+    try:
+        result = fn(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        # Also on cancellation or KeyboardInterrupt: nothing half-written stays.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
 
 
 class _Busy(Exception):

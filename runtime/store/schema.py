@@ -19,7 +19,7 @@ from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
 from runtime.store import original_rows, row_sql, slot_sql
 from runtime.store.codec import utc_now
-from runtime.store.connection import RetryPolicy, run_write, translate_errors
+from runtime.store.connection import RetryPolicy, run_read, run_write, translate_errors
 
 MigrationAction = Literal["absent", "created", "up_to_date", "migrated", "converted_legacy"]
 
@@ -103,28 +103,54 @@ def read_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def prepare(
+@dataclass(frozen=True)
+class SchemaState:
+    """What `inspect` found: the version, and the original's turn table if there is one."""
+
+    version: int
+    legacy_table: str | None
+
+
+def inspect(
     conn: sqlite3.Connection, path: Path, *, policy: RetryPolicy, debug: DebugLog | None
+) -> SchemaState:
+    """Read-only: the file's schema state; a newer or foreign database raises StoreError."""
+    # Version and tables are read in one transaction, so a process creating the schema at the
+    # same moment is seen either not at all or completely.
+    version, legacy_table, foreign = run_read(conn, _inspect, path=path, policy=policy, debug=debug)
+    if version > LATEST_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer mnemara (schema v{version}; this one knows up to "
+            f"v{LATEST_VERSION}). Upgrade mnemara to use this instance; the file is unchanged.",
+            path=path,
+        )
+    if foreign:
+        raise StoreError(
+            f"{path} is a SQLite database but not a mnemara turn store (tables: "
+            f"{', '.join(foreign)}). Move it aside; mnemara will not modify it.",
+            path=path,
+        )
+    return SchemaState(version, legacy_table)
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    path: Path,
+    state: SchemaState,
+    *,
+    policy: RetryPolicy,
+    debug: DebugLog | None,
 ) -> MigrationReport:
     """Bring the file to LATEST_VERSION, converting an original-mnemara file; report what ran."""
-    with translate_errors(path):
-        version = read_version(conn)
-        if version > LATEST_VERSION:
-            raise StoreError(
-                f"{path} was written by a newer mnemara (schema v{version}; this one knows up to "
-                f"v{LATEST_VERSION}). Upgrade mnemara to use this instance; the file is unchanged.",
-                path=path,
-            )
-        if version == LATEST_VERSION:
-            return MigrationReport(path, "up_to_date", version, version)
-        legacy_table = original_rows.find_legacy_table(conn) if version == 0 else None
-        if version == 0 and legacy_table is None:
-            _refuse_foreign(conn, path)
-        backup = None
-        if legacy_table is not None or version > 0:
-            backup = _backup(conn, path, "original" if legacy_table else f"v{version}")
+    if state.version == LATEST_VERSION:
+        return MigrationReport(path, "up_to_date", state.version, state.version)
+    legacy_table = state.legacy_table
+    backup = None
+    if legacy_table is not None or state.version > 0:
+        with translate_errors(path):
+            backup = _backup(conn, path, "original" if legacy_table else f"v{state.version}")
 
-    def migrate(c: sqlite3.Connection) -> MigrationReport:
+    def step_up(c: sqlite3.Connection) -> MigrationReport:
         # Checked again under the write lock: another process may have migrated meanwhile.
         current = read_version(c)
         if current >= LATEST_VERSION:
@@ -152,26 +178,26 @@ def prepare(
             notes=converted.notes,
         )
 
-    report = run_write(conn, migrate, path=path, policy=policy, debug=debug)
+    report = run_write(conn, step_up, path=path, policy=policy, debug=debug)
     if debug is not None and report.action != "up_to_date":
         debug.write("info", "store_migrated", detail=report.describe())
     return report
 
 
-def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
-    """A version-0 file with tables we do not know is someone else's database: leave it be."""
-    names = [
-        str(name)
-        for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        )
-    ]
-    if names:
-        raise StoreError(
-            f"{path} is a SQLite database but not a mnemara turn store (tables: "
-            f"{', '.join(sorted(names))}). Move it aside; mnemara will not modify it.",
-            path=path,
-        )
+def _inspect(conn: sqlite3.Connection) -> tuple[int, str | None, list[str]]:
+    """The schema version, the original's turn table (if any), and tables we do not know."""
+    version = read_version(conn)
+    if version != 0:
+        return version, None, []
+    legacy_table = original_rows.find_legacy_table(conn)
+    if legacy_table is not None:
+        return version, legacy_table, []
+    # A version-0 file with tables we do not know is someone else's database: leave it be.
+    tables = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        " ORDER BY name"
+    )
+    return version, None, [str(name) for (name,) in tables]
 
 
 def _backup(conn: sqlite3.Connection, path: Path, tag: str) -> Path:

@@ -16,10 +16,10 @@ from typing import TypeVar
 from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
 from runtime.rows import Block, Marker, NewRow, Row, Slot
-from runtime.store import connection, row_sql, slot_sql
+from runtime.store import connection, row_sql, schema, slot_sql
 from runtime.store.codec import utc_now
 from runtime.store.connection import DEFAULT_RETRY, RetryPolicy
-from runtime.store.schema import MigrationReport, prepare
+from runtime.store.schema import MigrationReport
 from runtime.store.snapshot import StoreSnapshot, read_snapshot, write_snapshot
 
 T = TypeVar("T")
@@ -56,9 +56,16 @@ class TurnStore:
         conn = connection.connect(path, retry)
         try:
             connection.check_integrity(conn, path)
-            migration = prepare(conn, path, policy=retry, debug=debug)
-            with connection.translate_errors(path):
-                connection.set_durable_pragmas(conn, path, debug)
+            state = schema.inspect(conn, path, policy=retry, debug=debug)
+            # Only now, with the file known to be ours (or the original's), is it changed.
+            connection.run_untransacted(
+                conn,
+                lambda c: connection.set_durable_pragmas(c, path, debug),
+                path=path,
+                policy=retry,
+                debug=debug,
+            )
+            migration = schema.migrate(conn, path, state, policy=retry, debug=debug)
         except BaseException as exc:
             conn.close()
             if debug is not None and isinstance(exc, StoreError):
