@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from runtime.debuglog import DebugLog
 from runtime.errors import StoreCorruptError, StoreError
@@ -64,10 +64,15 @@ def set_durable_pragmas(conn: sqlite3.Connection, path: Path, debug: DebugLog | 
     conn.execute("PRAGMA synchronous = FULL")
 
 
-def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+def check_integrity(
+    conn: sqlite3.Connection, path: Path, *, policy: RetryPolicy, debug: DebugLog | None
+) -> None:
     """Raise StoreCorruptError unless the file is a readable, structurally sound database."""
-    with translate_errors(path):
-        result = conn.execute("PRAGMA quick_check(1)").fetchone()
+
+    def quick_check(c: sqlite3.Connection) -> Any:
+        return c.execute("PRAGMA quick_check(1)").fetchone()
+
+    result = run_read(conn, quick_check, path=path, policy=policy, debug=debug)
     if result is None or result[0] != "ok":
         detail = result[0] if result else "no answer"
         raise corrupt_error(path, f"integrity check failed: {detail}")

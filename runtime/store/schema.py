@@ -19,7 +19,7 @@ from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
 from runtime.store import original_rows, row_sql, slot_sql
 from runtime.store.codec import utc_now
-from runtime.store.connection import RetryPolicy, run_read, run_write, translate_errors
+from runtime.store.connection import RetryPolicy, run_read, run_untransacted, run_write
 
 MigrationAction = Literal["absent", "created", "up_to_date", "migrated", "converted_legacy"]
 
@@ -147,8 +147,10 @@ def migrate(
     legacy_table = state.legacy_table
     backup = None
     if legacy_table is not None or state.version > 0:
-        with translate_errors(path):
-            backup = _backup(conn, path, "original" if legacy_table else f"v{state.version}")
+        tag = "original" if legacy_table else f"v{state.version}"
+        backup = run_untransacted(
+            conn, lambda c: _backup(c, path, tag), path=path, policy=policy, debug=debug
+        )
 
     def step_up(c: sqlite3.Connection) -> MigrationReport:
         # Checked again under the write lock: another process may have migrated meanwhile.
@@ -210,6 +212,9 @@ def _backup(conn: sqlite3.Connection, path: Path, tag: str) -> Path:
     copy = sqlite3.connect(target)
     try:
         conn.backup(copy)
-    finally:
+    except BaseException:
         copy.close()
+        target.unlink(missing_ok=True)  # never leave a partial copy that looks like a backup
+        raise
+    copy.close()
     return target

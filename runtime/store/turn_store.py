@@ -55,7 +55,7 @@ class TurnStore:
         """Open (creating or migrating) the store; a damaged file raises StoreCorruptError."""
         conn = connection.connect(path, retry)
         try:
-            connection.check_integrity(conn, path)
+            connection.check_integrity(conn, path, policy=retry, debug=debug)
             state = schema.inspect(conn, path, policy=retry, debug=debug)
             # Only now, with the file known to be ours (or the original's), is it changed.
             connection.run_untransacted(
