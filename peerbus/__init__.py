@@ -1,0 +1,84 @@
+"""peerbus: the `returns` table as a message bus that never loses a message.
+
+Async use (the host): `open_bus(path)` -> `Bus`; `claim`, `render_batch`, commit the turn,
+then `ack`. Sync use (CLI, scripts, tests): `connect_bus(path)` -> `BusFile`, and the same
+operations as plain functions over it. Imports nothing from the rest of mnemara.
+"""
+
+from peerbus.bus import Bus, open_bus
+from peerbus.busfile import BusFile, close_bus, connect_bus
+from peerbus.claim import claim_batch
+from peerbus.errors import (
+    BusBusyError,
+    BusConfigError,
+    BusOpenError,
+    ForeignSchemaError,
+    InvalidRoleError,
+    PayloadEncodingError,
+    PayloadError,
+    PayloadNotObjectError,
+    PayloadTooLargeError,
+    PeerbusError,
+    SchemaTooNewError,
+)
+from peerbus.maintenance import prune, retry
+from peerbus.model import (
+    DEFAULT_SILENT_TYPES,
+    BusOptions,
+    BusStats,
+    Claim,
+    DeadLetter,
+    Message,
+    Pending,
+    RecipientStats,
+    Record,
+    SettleResult,
+)
+from peerbus.queries import dead_letters, history, inbox, stats
+from peerbus.render import render_batch
+from peerbus.settle import ack, extend, nack
+from peerbus.submit import Outgoing, register, submit, submit_many
+
+__all__ = [
+    "DEFAULT_SILENT_TYPES",
+    "Bus",
+    "BusBusyError",
+    "BusConfigError",
+    "BusFile",
+    "BusOpenError",
+    "BusOptions",
+    "BusStats",
+    "Claim",
+    "DeadLetter",
+    "ForeignSchemaError",
+    "InvalidRoleError",
+    "Message",
+    "Outgoing",
+    "PayloadEncodingError",
+    "PayloadError",
+    "PayloadNotObjectError",
+    "PayloadTooLargeError",
+    "PeerbusError",
+    "Pending",
+    "RecipientStats",
+    "Record",
+    "SchemaTooNewError",
+    "SettleResult",
+    "ack",
+    "claim_batch",
+    "close_bus",
+    "connect_bus",
+    "dead_letters",
+    "extend",
+    "history",
+    "inbox",
+    "nack",
+    "open_bus",
+    "prune",
+    "register",
+    "render_batch",
+    "retry",
+    "stats",
+    "submit",
+    "submit_many",
+]

@@ -1,0 +1,233 @@
+"""The async bus: the sync SQL functions run on one connection behind one worker thread.
+
+`open_bus` owns the connection for the life of its `async with` block. Every call goes
+through `anyio.to_thread.run_sync` with a CapacityLimiter(1): the connection is used by
+one thread at a time and the event loop never blocks on SQLite. Calls are not abandoned on
+cancellation, so a transaction always finishes (commit or rollback) before the caller's
+cancel takes effect. Works on trio and asyncio alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from peerbus import claim as claim_mod
+from peerbus import maintenance, queries, settle, submit
+from peerbus.busfile import BusFile, close_bus, connect_bus, sidecar_path
+from peerbus.model import BusOptions, BusStats, Claim, DeadLetter, Pending, Record, SettleResult
+from peerbus.submit import Outgoing
+from peerbus.watch import Signature, data_versions, file_signature, watched_paths
+
+T = TypeVar("T")
+
+
+class Bus:
+    """One open bus file. Get one from `open_bus`; share it between the panels of a host."""
+
+    def __init__(self, file: BusFile, limiter: anyio.CapacityLimiter) -> None:
+        self.file = file
+        self._limiter = limiter
+        sidecar = sidecar_path(file.path, file.options) if file.mode == "compat" else None
+        self._paths = watched_paths(file.path, sidecar)
+        self._schemas = ("main", "side") if file.mode == "compat" else ("main",)
+        self._signature: Signature = file_signature(self._paths)
+        self._versions: Signature | None = None
+        self._backstop_at = 0.0
+        self._generation = 0
+        self._changed = anyio.Event()
+        self._claim_generation: dict[str, int] = {}
+        self._last_claim_generation = 0
+
+    @property
+    def mode(self) -> str:
+        return self.file.mode
+
+    @property
+    def notice(self) -> str | None:
+        """Set in compatibility mode: the one-time explanation (also logged at open)."""
+        return self.file.notice
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(
+            functools.partial(fn, *args, **kwargs), limiter=self._limiter
+        )
+
+    def _bump(self) -> None:
+        self._generation += 1
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def submit(
+        self,
+        sender: str,
+        recipient: str | None,
+        payload: dict[str, Any],
+        *,
+        topic: str | None = None,
+        recipient_epoch: int | None = None,
+    ) -> int:
+        """Append a message from `sender` (set by the host, never by the payload)."""
+        ident = await self._run(
+            submit.submit,
+            self.file,
+            sender,
+            recipient,
+            payload,
+            topic=topic,
+            recipient_epoch=recipient_epoch,
+        )
+        self._bump()
+        return ident
+
+    async def submit_many(self, sender: str, messages: list[Outgoing]) -> list[int]:
+        ids = await self._run(submit.submit_many, self.file, sender, messages)
+        self._bump()
+        return ids
+
+    async def register(
+        self, recipient: str, *, senders: Collection[str] | None = None, epoch: int | None = None
+    ) -> int:
+        """Record a (re)started recipient; returns its epoch. See `submit.register`."""
+        new_epoch = await self._run(
+            submit.register, self.file, recipient, senders=senders, epoch=epoch
+        )
+        self._bump()
+        return new_epoch
+
+    async def claim(
+        self,
+        recipient: str,
+        *,
+        senders: Collection[str] | None = None,
+        max_messages: int = 50,
+        max_tokens: int = 20_000,
+        lease: float = 300.0,
+    ) -> Claim:
+        """Lease the recipient's next batch; noise is acked and bad rows dead-lettered."""
+        await self._refresh()
+        generation = self._generation
+        result = await self._run(
+            claim_mod.claim_batch,
+            self.file,
+            recipient,
+            senders=senders,
+            max_messages=max_messages,
+            max_tokens=max_tokens,
+            lease=lease,
+            generation=generation,
+        )
+        self._claim_generation[recipient] = generation
+        self._last_claim_generation = generation
+        return result
+
+    async def ack(self, claim: Claim, *, only: Collection[int] | None = None) -> SettleResult:
+        """Ack after the turn that consumed the claim has committed."""
+        return await self._run(settle.ack, self.file, claim, only=only)
+
+    async def nack(
+        self, claim: Claim, *, delay: float = 0.0, only: Collection[int] | None = None
+    ) -> SettleResult:
+        result = await self._run(settle.nack, self.file, claim, delay=delay, only=only)
+        self._bump()
+        return result
+
+    async def extend(
+        self, claim: Claim, *, lease: float = 300.0, only: Collection[int] | None = None
+    ) -> SettleResult:
+        return await self._run(settle.extend, self.file, claim, lease=lease, only=only)
+
+    async def inbox(
+        self, recipient: str, *, senders: Collection[str] | None = None, limit: int = 100
+    ) -> list[Pending]:
+        return await self._run(queries.inbox, self.file, recipient, senders=senders, limit=limit)
+
+    async def history(
+        self, *, limit: int = 50, role: str | None = None, after: int = 0
+    ) -> list[Record]:
+        return await self._run(queries.history, self.file, limit=limit, role=role, after=after)
+
+    async def dead_letters(
+        self, *, recipient: str | None = None, limit: int = 100
+    ) -> list[DeadLetter]:
+        return await self._run(queries.dead_letters, self.file, recipient=recipient, limit=limit)
+
+    async def stats(self) -> BusStats:
+        return await self._run(queries.stats, self.file)
+
+    async def prune(self, *, older_than: float) -> int:
+        return await self._run(maintenance.prune, self.file, older_than=older_than)
+
+    async def retry(
+        self, *, ids: Collection[int] | None = None, recipient: str | None = None
+    ) -> int:
+        moved = await self._run(maintenance.retry, self.file, ids=ids, recipient=recipient)
+        self._bump()
+        return moved
+
+    async def _refresh(self) -> None:
+        signature = file_signature(self._paths)
+        if signature != self._signature:
+            self._signature = signature
+            self._bump()
+            return
+        now = anyio.current_time()
+        if now - self._backstop_at < self.file.options.backstop_interval:
+            return
+        self._backstop_at = now
+        versions = await self._run(data_versions, self.file.conn, self._schemas)
+        if self._versions is not None and versions != self._versions:
+            self._bump()
+        self._versions = versions
+
+    # `timeout` is the parameter the host was promised (ASYNC109 prefers a cancel scope at
+    # the call site): a timeout here is an answer (False), not a cancellation.
+    async def wait_for_change(
+        self,
+        timeout: float,  # noqa: ASYNC109
+        *,
+        recipient: str | None = None,
+        since: int | None = None,
+    ) -> bool:
+        """Wait until the bus changed after a claim; False when `timeout` passed first.
+
+        The reference point is `since` (a `Claim.generation`), else the last claim made for
+        `recipient` through this Bus, else the last claim made through it at all. A host
+        that shares one Bus between panels passes `recipient`, so that no panel misses a
+        change that came between its claim and its wait. Leases that expire and nack
+        delays that end change nothing on disk: claim again after a timeout.
+        """
+        if since is None:
+            since = self._claim_generation.get(recipient or "", self._last_claim_generation)
+        with anyio.move_on_after(timeout):
+            while True:
+                await self._refresh()
+                if self._generation > since:
+                    return True
+                with anyio.move_on_after(self.file.options.poll_interval):
+                    await self._changed.wait()
+        return False
+
+
+@asynccontextmanager
+async def open_bus(
+    path: Path | str, *, options: BusOptions | None = None, **overrides: Any
+) -> AsyncIterator[Bus]:
+    """Open the bus at `path` for the block; keyword overrides replace `options` fields."""
+    if "silent_types" in overrides:
+        overrides["silent_types"] = frozenset(overrides["silent_types"])
+    opts = dataclasses.replace(options or BusOptions(), **overrides)
+    limiter = anyio.CapacityLimiter(1)
+    file = await anyio.to_thread.run_sync(connect_bus, Path(path), opts, limiter=limiter)
+    try:
+        yield Bus(file, limiter)
+    finally:
+        # Shielded so a cancelled host still closes the file; close itself is quick.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(close_bus, file, limiter=limiter)

@@ -1,0 +1,142 @@
+"""One open bus file: its connection, its mode (owned or compatibility) and its options.
+
+`connect_bus` opens the connection, decides the mode and migrates; every SQL function in
+peerbus takes the resulting `BusFile`. Owned mode keeps delivery state in the bus file
+itself. A foreign file (a `returns` table with the contract columns and nothing of ours) is
+left as it is: its journal mode and schema are not touched, the delivery state goes to a
+sidecar SQLite file attached as `side`, and acks write only the contract `status` column.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from peerbus import schema
+from peerbus.errors import BusOpenError
+from peerbus.model import BusOptions, Mode
+from peerbus.txn import RetryPolicy, run_read, run_write
+
+T = TypeVar("T")
+log = logging.getLogger("peerbus")
+
+
+@dataclass(frozen=True)
+class BusFile:
+    """An open bus: pass it to the SQL functions. Close it with `close_bus`."""
+
+    conn: sqlite3.Connection
+    path: Path
+    mode: Mode
+    # The schema holding the peerbus_* tables: "main" (owned) or "side" (compatibility).
+    state: str
+    schema_version: int
+    options: BusOptions
+    retry: RetryPolicy
+    # Set in compatibility mode: what the operator should know, said once at open.
+    notice: str | None = None
+
+    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return run_write(self.conn, work, path=self.path, retry=self.retry)
+
+    def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return run_read(self.conn, work, path=self.path, retry=self.retry)
+
+    def now(self) -> float:
+        return self.options.clock()
+
+
+def sidecar_path(path: Path, options: BusOptions) -> Path:
+    return (
+        options.sidecar if options.sidecar is not None else path.with_name(path.name + ".peerbus")
+    )
+
+
+def connect_bus(
+    path: Path, options: BusOptions | None = None, *, retry: RetryPolicy | None = None
+) -> BusFile:
+    """Open (creating if absent) the bus at `path`, migrating or attaching as needed."""
+    options = options or BusOptions()
+    retry = retry or RetryPolicy(deadline=options.lock_deadline)
+    try:
+        conn = sqlite3.connect(
+            str(path),
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=options.busy_timeout,
+        )
+    except sqlite3.Error as exc:
+        raise BusOpenError(
+            f"cannot open ({exc}); check the path and its permissions", path=path
+        ) from exc
+    try:
+        return _prepare(conn, path, options, retry)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def close_bus(bus: BusFile) -> None:
+    bus.conn.close()
+
+
+def _prepare(
+    conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
+) -> BusFile:
+    conn.execute(f"PRAGMA synchronous = {'FULL' if options.durable else 'NORMAL'}")
+    try:
+        kind = run_read(conn, lambda c: schema.classify_file(c, path), path=path, retry=retry)
+    except sqlite3.DatabaseError as exc:
+        raise BusOpenError(f"not a usable SQLite database ({exc})", path=path) from exc
+    if kind == "foreign" and not options.adopt:
+        return _attach_sidecar(conn, path, options, retry)
+    if kind == "new":
+        # WAL lets readers (the dashboard, other panels' pre-checks) run beside the writer.
+        # Only set on files we create or adopt: a foreign file's journal mode is its owner's.
+        conn.execute("PRAGMA journal_mode = WAL")
+    version = run_write(conn, lambda c: _create_or_migrate(c, path), path=path, retry=retry)
+    if kind == "foreign":
+        conn.execute("PRAGMA journal_mode = WAL")
+        log.warning("%s: adopted a foreign returns table (migrated in place)", path)
+    return BusFile(conn, path, "owned", "main", version, options, retry)
+
+
+def _create_or_migrate(conn: sqlite3.Connection, path: Path) -> int:
+    # Re-checked under the write lock: another process may have created the table meanwhile.
+    if not schema.table_exists(conn, "main", "returns"):
+        conn.execute(schema.CONTRACT_DDL)
+    return schema.migrate(conn, schema="main", migrations=schema.OWNED_MIGRATIONS, path=path)
+
+
+def _attach_sidecar(
+    conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
+) -> BusFile:
+    side = sidecar_path(path, options)
+    try:
+        conn.execute("ATTACH DATABASE ? AS side", (str(side),))
+        conn.execute("PRAGMA side.journal_mode = WAL")
+    except sqlite3.Error as exc:
+        raise BusOpenError(
+            f"compatibility mode needs a writable sidecar file at {side} ({exc}); "
+            "pass another sidecar path",
+            path=path,
+        ) from exc
+    version = run_write(
+        conn,
+        lambda c: schema.migrate(c, schema="side", migrations=schema.SIDECAR_MIGRATIONS, path=side),
+        path=path,
+        retry=retry,
+    )
+    notice = (
+        f"{path}: foreign `returns` table (contract columns only): compatibility mode. "
+        f"Receipts, leases and watermarks are kept in {side}; acks write only `status`; "
+        "the watermark advances only after the consuming turn's ack."
+    )
+    if not run_read(conn, schema.has_autoincrement, path=path, retry=retry):
+        notice += " The table has no AUTOINCREMENT, so prune keeps its newest row."
+    log.warning("%s", notice)
+    return BusFile(conn, path, "compat", "side", version, options, retry, notice)

@@ -1,0 +1,177 @@
+"""Read-only views of the bus: a recipient's inbox, history, dead letters, and stats.
+
+These never claim or lease anything, so operators and the dashboard can run them beside
+the panels at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection
+
+from peerbus.busfile import BusFile
+from peerbus.candidates import Route, open_rows_sql
+from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def inbox(
+    bus: BusFile, recipient: str, *, senders: Collection[str] | None = None, limit: int = 100
+) -> list[Pending]:
+    """What the recipient is still owed, oldest first, without claiming it."""
+    route = Route.of(recipient, senders)
+    now = bus.now()
+    columns = """r.id, r.agent_role, r.recipient_role, r.task_id, r.submitted_at,
+                 r.payload_json, d.state, d.lease_until, d.available_at,
+                 coalesce(d.attempts, 0)"""
+
+    def work(conn: sqlite3.Connection) -> list[Pending]:
+        mark = conn.execute(
+            f"SELECT watermark FROM {bus.state}.peerbus_recipients WHERE recipient = ?",
+            (recipient,),
+        ).fetchone()
+        sql = open_rows_sql(bus, columns=columns, order_limit=" ORDER BY 1 LIMIT :limit")
+        params = route.params(0 if mark is None else int(mark[0]))
+        params["limit"] = limit
+        out = []
+        for row in conn.execute(sql, params):
+            state = "new"
+            if row[6] == "leased" and (row[7] or 0) > now:
+                state = "leased"
+            elif row[6] == "waiting" and (row[8] or 0) > now:
+                state = "waiting"
+            out.append(
+                Pending(
+                    id=int(row[0]),
+                    sender=_text(row[1]),
+                    recipient=_opt(row[2]),
+                    topic=_opt(row[3]),
+                    state=state,  # type: ignore[arg-type]
+                    attempts=int(row[9]),
+                    submitted_at=_text(row[4]),
+                    payload_json=_text(row[5]),
+                )
+            )
+        return out
+
+    return bus.read(work)
+
+
+def history(
+    bus: BusFile, *, limit: int = 50, role: str | None = None, after: int = 0
+) -> list[Record]:
+    """Rows in id order: the newest `limit` (or, with `after`, the first `limit` past it)."""
+    completed = "r.completed_at" if bus.mode == "owned" else "NULL"
+    where = "r.id > :after"
+    if role is not None:
+        where += " AND (r.agent_role = :role OR r.recipient_role = :role)"
+    order = "ASC" if after else "DESC"
+    sql = f"""SELECT r.id, r.agent_role, r.recipient_role, r.task_id, r.status,
+                     r.submitted_at, {completed}, r.payload_json
+                FROM main.returns AS r WHERE {where} ORDER BY r.id {order} LIMIT :limit"""
+
+    def work(conn: sqlite3.Connection) -> list[Record]:
+        rows = conn.execute(sql, {"after": after, "role": role, "limit": limit}).fetchall()
+        records = [
+            Record(
+                int(r[0]),
+                _text(r[1]),
+                _opt(r[2]),
+                _opt(r[3]),
+                _text(r[4]),
+                _text(r[5]),
+                _opt(r[6]),
+                _text(r[7]),
+            )
+            for r in rows
+        ]
+        return sorted(records, key=lambda rec: rec.id)
+
+    return bus.read(work)
+
+
+def dead_letters(
+    bus: BusFile, *, recipient: str | None = None, limit: int = 100
+) -> list[DeadLetter]:
+    """Messages given up for a recipient, with the reason, oldest first."""
+    where = "d.state = 'failed'" + (" AND d.recipient = :recipient" if recipient else "")
+    sql = f"""SELECT d.message_id, d.recipient, r.agent_role, r.task_id, d.reason,
+                     d.attempts, d.completed_at, r.payload_json
+                FROM {bus.state}.peerbus_receipts AS d
+                JOIN main.returns AS r ON r.id = d.message_id
+               WHERE {where} ORDER BY d.message_id LIMIT :limit"""
+
+    def work(conn: sqlite3.Connection) -> list[DeadLetter]:
+        return [
+            DeadLetter(
+                int(r[0]),
+                _text(r[1]),
+                _text(r[2]),
+                _opt(r[3]),
+                _text(r[4]),
+                int(r[5]),
+                _opt(r[6]),
+                _text(r[7]),
+            )
+            for r in conn.execute(sql, {"recipient": recipient, "limit": limit})
+        ]
+
+    return bus.read(work)
+
+
+def stats(bus: BusFile) -> BusStats:
+    """Row counts by status, and per registered recipient what it is owed and has done."""
+    now = bus.now()
+
+    def work(conn: sqlite3.Connection) -> BusStats:
+        by_status = {
+            _text(s): int(n)
+            for s, n in conn.execute("SELECT status, count(*) FROM main.returns GROUP BY 1")
+        }
+        recipients = []
+        for name, epoch, senders, mark, noise, last in conn.execute(
+            f"""SELECT recipient, epoch, senders_json, watermark, noise_acked, last_claim_at
+                  FROM {bus.state}.peerbus_recipients ORDER BY recipient"""
+        ).fetchall():
+            route = Route(name, None if senders is None else tuple(json.loads(senders)))
+            owed_rows = open_rows_sql(bus, columns="d.state AS state, d.lease_until AS until")
+            owed = conn.execute(
+                f"""SELECT count(*), coalesce(sum(state = 'leased' AND until > :now), 0)
+                      FROM ({owed_rows})""",
+                {**route.params(int(mark)), "now": now},
+            ).fetchone()
+            finished = dict(
+                conn.execute(
+                    f"""SELECT state, count(*) FROM {bus.state}.peerbus_receipts
+                         WHERE recipient = ? AND state IN ('done', 'failed') GROUP BY 1""",
+                    (name,),
+                ).fetchall()
+            )
+            recipients.append(
+                RecipientStats(
+                    recipient=name,
+                    epoch=int(epoch),
+                    waiting=int(owed[0]) - int(owed[1]),
+                    leased=int(owed[1]),
+                    done=int(finished.get("done", 0)),
+                    failed=int(finished.get("failed", 0)),
+                    noise_acked=int(noise),
+                    watermark=int(mark),
+                    last_claim_at=_opt(last),
+                )
+            )
+        return BusStats(bus.mode, bus.schema_version, by_status, tuple(recipients))
+
+    return bus.read(work)

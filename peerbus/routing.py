@@ -1,0 +1,127 @@
+"""Deciding what a claim does with each candidate row: deliver, auto-ack, or dead-letter.
+
+Pure: the SQL layer fetches candidate rows in id order and applies the plan. Rows are
+judged one by one; a bad row (unparseable, too deep, not an object, over the size cap, or
+delivered `max_attempts` times without an ack) is dead-lettered with its reason and never
+stops the rows after it. Protocol noise is acked without a turn. Everything else, known
+type or not, is delivered, until the batch reaches `max_messages` or `max_tokens`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from peerbus.model import BusOptions, Message
+from peerbus.payload import Refusal, decode_payload
+from peerbus.render import message_tokens
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A row that the claim query found claimable for one recipient."""
+
+    id: int
+    sender: str
+    recipient: str | None
+    topic: str | None
+    payload_json: str | None
+    nbytes: int | None
+    submitted_at: str
+    recipient_epoch: int | None
+    attempts: int  # deliveries to this recipient so far, none acked
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_messages: int
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    deliver: tuple[Message, ...] = ()
+    noise: tuple[tuple[int, str], ...] = ()  # (id, type)
+    failed: tuple[tuple[int, str], ...] = ()  # (id, reason)
+    # True when the plan stopped at the budget: the rows after it were not looked at.
+    full: bool = False
+    examined: int = 0
+
+
+@dataclass
+class _Builder:
+    deliver: list[Message] = field(default_factory=list)
+    noise: list[tuple[int, str]] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+    tokens: int = 0
+    isolated: bool = False
+
+
+def noise_type(payload: dict[str, object], silent_types: frozenset[str]) -> str | None:
+    """The payload's type if it is protocol noise; None for anything to deliver."""
+    kind = payload.get("type")
+    return kind if isinstance(kind, str) and kind in silent_types else None
+
+
+def plan_claim(
+    candidates: Iterable[Candidate], *, epoch: int, budget: Budget, options: BusOptions
+) -> Plan:
+    """What to do with `candidates` (in id order) for a claim at `epoch`."""
+    b = _Builder()
+    examined = 0
+    for row in candidates:
+        if row.attempts >= options.max_attempts:
+            b.failed.append((row.id, f"not acked after {row.attempts} deliveries"))
+            examined += 1
+            continue
+        decoded = decode_payload(
+            row.payload_json,
+            row.nbytes,
+            max_bytes=options.max_payload_bytes,
+            max_depth=options.max_depth,
+        )
+        if isinstance(decoded, Refusal):
+            b.failed.append((row.id, decoded.reason))
+            examined += 1
+            continue
+        kind = noise_type(decoded, options.silent_types)
+        if kind is not None:
+            b.noise.append((row.id, kind))
+            examined += 1
+            continue
+        message = _message(row, decoded, epoch)
+        cost = message_tokens(message)
+        isolate = row.attempts >= options.isolate_after
+        if b.deliver and (
+            b.isolated
+            or isolate
+            or len(b.deliver) >= budget.max_messages
+            or b.tokens + cost > budget.max_tokens
+        ):
+            return _plan(b, full=True, examined=examined)
+        # The first message always goes, even over the token budget: holding it back
+        # would block the recipient's queue for good.
+        b.deliver.append(message)
+        b.tokens += cost
+        b.isolated = isolate
+        examined += 1
+    return _plan(b, full=False, examined=examined)
+
+
+def _message(row: Candidate, payload: dict[str, object], epoch: int) -> Message:
+    stale = row.recipient_epoch is not None and row.recipient_epoch < epoch
+    return Message(
+        id=row.id,
+        sender=row.sender,
+        recipient=row.recipient,
+        topic=row.topic,
+        payload=payload,
+        submitted_at=row.submitted_at,
+        attempt=row.attempts + 1,
+        recipient_epoch=row.recipient_epoch,
+        stale_epoch=stale,
+    )
+
+
+def _plan(b: _Builder, *, full: bool, examined: int) -> Plan:
+    return Plan(tuple(b.deliver), tuple(b.noise), tuple(b.failed), full, examined)

@@ -1,0 +1,135 @@
+"""Putting messages on the bus, and registering recipients with their epochs.
+
+The sender is an argument set by the caller's host (the panel it runs, or `operator`),
+never a field of the payload: a payload that says `"from": "watchdog"` is just data. The
+payload must be a JSON object under the size cap; a refused payload raises before any
+write. A direct message is stamped with the recipient's current epoch, so a message sent
+to a panel that restarts before reading it is delivered flagged `stale_epoch`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from peerbus.busfile import BusFile
+from peerbus.candidates import Route
+from peerbus.payload import check_role, encode_payload
+from peerbus.receipts import iso
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to submit. `recipient` None is a broadcast."""
+
+    recipient: str | None
+    payload: dict[str, Any]
+    topic: str | None = None
+    # The recipient epoch this message is meant for; None: the recipient's current epoch.
+    recipient_epoch: int | None = None
+
+
+def submit(
+    bus: BusFile,
+    sender: str,
+    recipient: str | None,
+    payload: dict[str, Any],
+    *,
+    topic: str | None = None,
+    recipient_epoch: int | None = None,
+) -> int:
+    """Append one message; returns its id."""
+    return submit_many(bus, sender, [Outgoing(recipient, payload, topic, recipient_epoch)])[0]
+
+
+def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list[int]:
+    """Append several messages in one transaction; returns their ids in order."""
+    check_role(sender, field="sender")
+    rows = []
+    for m in messages:
+        if m.recipient is not None:
+            check_role(m.recipient, field="recipient")
+        text = encode_payload(
+            m.payload, max_bytes=bus.options.max_payload_bytes, max_depth=bus.options.max_depth
+        )
+        topic = None if m.topic is None else str(m.topic)[:200]
+        rows.append((m, text, topic))
+
+    def work(conn: sqlite3.Connection) -> list[int]:
+        when = iso(bus.now())
+        ids = []
+        for m, text, topic in rows:
+            if bus.mode == "owned":
+                epoch = m.recipient_epoch
+                if epoch is None and m.recipient is not None:
+                    epoch = _current_epoch(conn, bus, m.recipient)
+                cursor = conn.execute(
+                    """INSERT INTO main.returns (agent_role, recipient_role, task_id,
+                           payload_json, status, submitted_at, recipient_epoch)
+                       VALUES (?, ?, ?, ?, 'pending', ?, ?)""",
+                    (sender, m.recipient, topic, text, when, epoch),
+                )
+            else:
+                cursor = conn.execute(
+                    """INSERT INTO main.returns (agent_role, recipient_role, task_id,
+                           payload_json, status, submitted_at)
+                       VALUES (?, ?, ?, ?, 'pending', ?)""",
+                    (sender, m.recipient, topic, text, when),
+                )
+            ids.append(int(cursor.lastrowid or 0))
+        return ids
+
+    return bus.write(work)
+
+
+def _current_epoch(conn: sqlite3.Connection, bus: BusFile, recipient: str) -> int | None:
+    row = conn.execute(
+        f"SELECT epoch FROM {bus.state}.peerbus_recipients WHERE recipient = ?", (recipient,)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def register(
+    bus: BusFile,
+    recipient: str,
+    *,
+    senders: Collection[str] | None = None,
+    epoch: int | None = None,
+    release: bool = True,
+) -> int:
+    """Record a (re)starting recipient and return its new epoch.
+
+    Without `epoch` the stored epoch goes up by one; with it, the epoch becomes
+    max(stored, epoch). Registering before other panels ack broadcasts makes this
+    recipient count for them: a broadcast is closed only when every registered recipient
+    that takes it is finished with it. With `release`, leases the recipient's previous
+    incarnation held are given back at once instead of at their expiry (one consumer per
+    recipient role is the host's model).
+    """
+    route = Route.of(recipient, senders)
+
+    def work(conn: sqlite3.Connection) -> int:
+        when = iso(bus.now())
+        row = conn.execute(
+            f"""INSERT INTO {bus.state}.peerbus_recipients
+                    (recipient, epoch, senders_json, registered_at)
+                VALUES (:r, coalesce(:e, 1), :s, :w)
+                ON CONFLICT (recipient) DO UPDATE SET
+                    epoch = CASE WHEN :e IS NULL THEN epoch + 1 ELSE max(epoch, :e) END,
+                    senders_json = excluded.senders_json, registered_at = excluded.registered_at
+                RETURNING epoch""",
+            {"r": route.recipient, "e": epoch, "s": route.senders_json, "w": when},
+        ).fetchone()
+        if release:
+            conn.execute(
+                f"""UPDATE {bus.state}.peerbus_receipts
+                       SET state = 'waiting', available_at = 0, claim_token = NULL,
+                           lease_until = NULL
+                     WHERE recipient = ? AND state = 'leased'""",
+                (route.recipient,),
+            )
+        return int(row[0])
+
+    return bus.write(work)

@@ -1,0 +1,106 @@
+"""Transactions on a bus connection: BEGIN IMMEDIATE for writes, retried with back-off.
+
+The connection runs in autocommit mode (`isolation_level=None`), so the sqlite3 module never
+opens a deferred transaction behind our back; every write goes through `run_write`, which
+takes the write lock up front with BEGIN IMMEDIATE. A deferred transaction that reads and
+then writes can fail with SQLITE_BUSY_SNAPSHOT no matter how long it waits, which is why no
+write here ever starts deferred.
+
+`busy_timeout` lets SQLite wait for the lock itself; when even that runs out (a writer held
+the lock longer), the whole transaction is retried with jittered exponential back-off until
+`lock_deadline`, and only then does the caller see BusBusyError.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from peerbus.errors import BusBusyError
+
+T = TypeVar("T")
+
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_FIRST_DELAY = 0.01
+_MAX_DELAY = 1.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to keep retrying a locked transaction, and how to wait (injectable)."""
+
+    deadline: float = 60.0
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    jitter: Callable[[], float] = field(default=lambda: random.uniform(0.5, 1.0))
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED (and their extended codes): worth retrying."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def run_write(
+    conn: sqlite3.Connection,
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    retry: RetryPolicy,
+) -> T:
+    """Run `work` inside BEGIN IMMEDIATE ... COMMIT, retrying the whole of it while busy."""
+    return _run(conn, work, begin="BEGIN IMMEDIATE", path=path, retry=retry)
+
+
+def run_read(
+    conn: sqlite3.Connection,
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    retry: RetryPolicy,
+) -> T:
+    """Run read-only `work` in one (deferred) transaction, so it sees one snapshot."""
+    return _run(conn, work, begin="BEGIN", path=path, retry=retry)
+
+
+def _run(
+    conn: sqlite3.Connection,
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    begin: str,
+    path: Path,
+    retry: RetryPolicy,
+) -> T:
+    started = retry.monotonic()
+    delay = _FIRST_DELAY
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            conn.execute(begin)
+            try:
+                result = work(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                # Also on cancellation of the calling thread's work: never leave a
+                # transaction (and its lock) open on the shared connection.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            waited = retry.monotonic() - started
+            if waited + delay > retry.deadline:
+                raise BusBusyError(path=path, waited=waited, attempts=attempts) from exc
+            retry.sleep(delay * retry.jitter())
+            delay = min(delay * 2, _MAX_DELAY)

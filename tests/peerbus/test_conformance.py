@@ -1,0 +1,342 @@
+"""The bus contract, run on every flavour (owned file, hand-made foreign table) and on both
+async backends (asyncio, trio). A second backend joins by adding a `flavour` param.
+
+Delivery: at least once, in id order, never acked before processing; broadcasts per
+recipient; nacks, lease expiry and restarts redeliver; stale claims cannot settle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from peerbus import (
+    BusOptions,
+    PayloadEncodingError,
+    PayloadNotObjectError,
+    PayloadTooLargeError,
+    open_bus,
+)
+
+pytestmark = pytest.mark.anyio
+
+Options = Callable[..., BusOptions]
+
+
+async def test_roundtrip_in_id_order_with_host_set_sender(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        ids = [await bus.submit("a", "b", {"n": i, "from": "watchdog"}) for i in range(3)]
+        claim = await bus.claim("b")
+        assert claim.ids == tuple(ids) == tuple(sorted(ids))
+        assert [m.sender for m in claim.messages] == ["a", "a", "a"]
+        assert claim.messages[0].payload == {"n": 0, "from": "watchdog"}
+        assert (await bus.ack(claim)).settled == tuple(ids)
+        assert (await bus.claim("b")).messages == ()
+
+
+async def test_refused_payloads_write_nothing(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options(max_payload_bytes=1024)) as bus:
+        with pytest.raises(PayloadNotObjectError):
+            await bus.submit("a", "b", [1, 2])  # type: ignore[arg-type]
+        with pytest.raises(PayloadTooLargeError) as too_large:
+            await bus.submit("a", "b", {"text": "x" * 2000})
+        assert too_large.value.limit == 1024
+        with pytest.raises(PayloadEncodingError):
+            await bus.submit("a", "b", {"bad": {1, 2}})
+        assert await bus.history() == []
+
+
+async def test_recipient_filtering(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        mine = await bus.submit("x", "b", {"t": "direct from anyone"})
+        await bus.submit("a", "c", {"t": "direct to someone else"})
+        from_a = await bus.submit("a", None, {"t": "broadcast from a sender b takes"})
+        await bus.submit("z", None, {"t": "broadcast from a sender b ignores"})
+        await bus.submit("b", None, {"t": "b's own broadcast"})
+        claim = await bus.claim("b", senders=["a"])
+        assert claim.ids == (mine, from_a)
+        assert claim.messages[1].recipient is None
+
+
+async def test_broadcast_acked_by_one_is_still_delivered_to_others(
+    bus_path: Path, options: Options
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        for who in ("b", "c", "d"):
+            await bus.register(who, senders=["a"])
+        ident = await bus.submit("a", None, {"t": "all hands"})
+        first = await bus.claim("b", senders=["a"])
+        await bus.ack(first)
+        for who in ("c", "d"):
+            claim = await bus.claim(who, senders=["a"])
+            assert claim.ids == (ident,)
+            await bus.ack(claim)
+        assert (await bus.claim("b", senders=["a"])).ids == ()
+        if bus.mode == "owned":
+            # Closed for everyone only once every registered recipient acked it.
+            assert [r.status for r in await bus.history()] == ["done"]
+
+
+async def test_nacked_message_below_the_cursor_is_redelivered(
+    bus_path: Path, options: Options
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        one = await bus.submit("a", "b", {"n": 1})
+        two = await bus.submit("a", "b", {"n": 2})
+        first = await bus.claim("b", max_messages=1)
+        second = await bus.claim("b", max_messages=1)
+        assert (first.ids, second.ids) == ((one,), (two,))
+        await bus.ack(second)
+        await bus.nack(first)
+        again = await bus.claim("b")
+        assert again.ids == (one,)
+        assert again.messages[0].attempt == 2
+
+
+async def test_nack_delay_holds_the_message_back(
+    bus_path: Path, options: Options, clock: Callable[[], float]
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.submit("a", "b", {"n": 1})
+        await bus.nack(await bus.claim("b"), delay=30)
+        assert (await bus.claim("b")).ids == ()
+        clock.advance(31)  # type: ignore[attr-defined]
+        assert len((await bus.claim("b")).ids) == 1
+
+
+async def test_lease_expiry_redelivers_to_a_restarted_consumer(
+    bus_path: Path, options: Options, clock: Callable[[], float]
+) -> None:
+    async with open_bus(bus_path, options=options()) as old:
+        ident = await old.submit("a", "b", {"n": 1})
+        stale = await old.claim("b", lease=10)
+        async with open_bus(bus_path, options=options()) as restarted:
+            assert (await restarted.claim("b", lease=10)).ids == ()
+            clock.advance(11)  # type: ignore[attr-defined]
+            fresh = await restarted.claim("b", lease=10)
+            assert fresh.ids == (ident,)
+            lost = await old.ack(stale)
+            assert (lost.settled, lost.lost) == ((), (ident,))
+            assert (await old.extend(stale)).lost == (ident,)
+            assert (await restarted.ack(fresh)).settled == (ident,)
+
+
+async def test_register_releases_the_previous_incarnations_leases(
+    bus_path: Path, options: Options
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        ident = await bus.submit("a", "b", {"n": 1})
+        stale = await bus.claim("b", lease=600)
+        epoch = await bus.register("b")
+        fresh = await bus.claim("b")
+        assert fresh.ids == (ident,) and fresh.epoch == epoch == stale.epoch + 1
+        assert (await bus.ack(stale)).lost == (ident,)
+        assert (await bus.ack(fresh)).settled == (ident,)
+
+
+async def test_expired_lease_nobody_reclaimed_can_still_be_acked(
+    bus_path: Path, options: Options, clock: Callable[[], float]
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        ident = await bus.submit("a", "b", {"n": 1})
+        claim = await bus.claim("b", lease=5)
+        clock.advance(60)  # type: ignore[attr-defined]
+        assert (await bus.ack(claim)).settled == (ident,)
+        assert (await bus.ack(claim)).settled == (ident,)  # acking twice is harmless
+
+
+async def test_extend_keeps_the_lease(
+    bus_path: Path, options: Options, clock: Callable[[], float]
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.submit("a", "b", {"n": 1})
+        claim = await bus.claim("b", lease=10)
+        clock.advance(8)  # type: ignore[attr-defined]
+        assert (await bus.extend(claim, lease=10)).lost == ()
+        clock.advance(8)  # type: ignore[attr-defined]
+        assert (await bus.claim("b")).ids == ()
+
+
+async def test_poison_message_is_dead_lettered_while_others_flow(
+    bus_path: Path, options: Options, clock: Callable[[], float]
+) -> None:
+    async with open_bus(bus_path, options=options(max_attempts=3, isolate_after=2)) as bus:
+        ids = [await bus.submit("a", "b", {"n": n}) for n in range(3)]
+        poison = ids[1]
+        processed: list[int] = []
+        for _ in range(10):
+            claim = await bus.claim("b", lease=5)
+            if not claim.messages:
+                break
+            if poison in claim.ids:
+                clock.advance(6)  # the consumer dies on it; its lease runs out
+                continue
+            processed += claim.ids
+            await bus.ack(claim)
+        assert sorted(processed) == [ids[0], ids[2]]
+        dead = await bus.dead_letters()
+        assert [(d.id, d.recipient) for d in dead] == [(poison, "b")]
+        assert "3 deliveries" in dead[0].reason
+
+
+async def test_silent_auto_ack_acks_only_the_noise(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.submit("a", "b", {"type": "ack"})
+        keep = await bus.submit("a", "b", {"type": "review", "text": "look"})
+        await bus.submit("a", "b", {"type": "pong_ack"})
+        unknown = await bus.submit("a", "b", {"type": "something_new"})
+        untyped = await bus.submit("a", "b", {"text": "no type"})
+        claim = await bus.claim("b")
+        assert claim.ids == (keep, unknown, untyped)
+        assert claim.noise_acked == 2
+        stats = await bus.stats()
+        assert stats.recipients[0].noise_acked == 2
+
+
+async def test_silent_types_are_configurable(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options(), silent_types={"heartbeat"}) as bus:
+        await bus.submit("a", "b", {"type": "heartbeat"})
+        ack = await bus.submit("a", "b", {"type": "ack"})
+        claim = await bus.claim("b")
+        assert (claim.ids, claim.noise_acked) == ((ack,), 1)
+
+
+async def test_bad_rows_go_to_dead_letters_and_the_rest_flow(
+    bus_path: Path, options: Options, insert_raw: Callable[..., int]
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        good = [await bus.submit("a", "b", {"n": 0})]
+        bad = {
+            insert_raw("b", "{not json"): "not valid JSON",
+            insert_raw("b", "[" * 100_000 + "]" * 100_000): "nests too deep",
+            insert_raw("b", '{"a":' * 100 + "1" + "}" * 100): "deeper than 64",
+            insert_raw("b", '"a string"'): "JSON string, not an object",
+            insert_raw("b", json.dumps({"blob": "x" * 10_000_000})): "over the",
+        }
+        good.append(await bus.submit("a", "b", {"n": 1}))
+        claim = await bus.claim("b")
+        assert claim.ids == tuple(good)
+        dead = {d.id: d.reason for d in await bus.dead_letters(recipient="b")}
+        assert dead.keys() == bad.keys()
+        for ident, words in bad.items():
+            assert words in dead[ident]
+
+
+async def test_batches_respect_the_token_budget(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        big = await bus.submit("a", "b", {"text": "y" * 8000})
+        small = [await bus.submit("a", "b", {"text": "x" * 400}) for _ in range(10)]
+        first = await bus.claim("b", max_tokens=500)
+        assert first.ids == (big,)  # over budget on its own: delivered alone, never stuck
+        second = await bus.claim("b", max_tokens=500)
+        assert 0 < len(second.ids) < 10 and second.ids == tuple(small[: len(second.ids)])
+
+
+async def test_a_burst_of_ten_thousand_drains_in_bounded_batches(
+    bus_path: Path, options: Options
+) -> None:
+    from peerbus import Outgoing
+
+    async with open_bus(bus_path, options=options()) as bus:
+        burst = [Outgoing("b", {"type": "ack" if i % 2 else "work", "i": i}) for i in range(10_000)]
+        await bus.submit_many("a", burst)
+        seen: list[int] = []
+        noise = 0
+        while True:
+            claim = await bus.claim("b", max_messages=1000, max_tokens=1_000_000)
+            noise += claim.noise_acked
+            if not claim.messages:
+                break
+            assert len(claim.messages) <= 1000
+            seen += claim.ids
+            await bus.ack(claim)
+        assert len(seen) == 5000 and seen == sorted(seen) and noise == 5000
+
+
+async def test_stale_epoch_is_flagged_not_hidden(
+    bus_path: Path, options: Options, flavour: str
+) -> None:
+    if flavour == "compat":
+        pytest.skip("a foreign table has no recipient_epoch column to address an epoch")
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.register("b")
+        old = await bus.submit("a", "b", {"n": "for epoch 1"})
+        await bus.register("b")
+        new = await bus.submit("a", "b", {"n": "for epoch 2"})
+        claim = await bus.claim("b")
+        flags = {m.id: (m.stale_epoch, m.recipient_epoch) for m in claim.messages}
+        assert flags == {old: (True, 1), new: (False, 2)} and claim.epoch == 2
+
+
+async def test_ack_only_some_ids(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        ids = [await bus.submit("a", "b", {"n": n}) for n in range(3)]
+        claim = await bus.claim("b")
+        assert (await bus.ack(claim, only=[ids[0]])).settled == (ids[0],)
+        assert (await bus.nack(claim, only=ids[1:])).settled == tuple(ids[1:])
+        assert (await bus.claim("b")).ids == tuple(ids[1:])
+
+
+async def test_waiter_wakes_on_a_submit_in_the_same_process(
+    bus_path: Path, options: Options
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.claim("b")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bus.submit, "a", "b", {"n": 1})
+            assert await bus.wait_for_change(10, recipient="b")
+        assert len((await bus.claim("b")).ids) == 1
+
+
+async def test_waiter_wakes_on_a_commit_from_another_connection(
+    bus_path: Path, options: Options
+) -> None:
+    async with (
+        open_bus(bus_path, options=options()) as waiter,
+        open_bus(bus_path, options=options()) as writer,
+    ):
+        claim = await waiter.claim("b")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.submit, "a", "b", {"n": 1})
+            assert await waiter.wait_for_change(10, since=claim.generation)
+        assert len((await waiter.claim("b")).ids) == 1
+
+
+async def test_waiter_times_out_when_nothing_changes(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        await bus.claim("b")
+        assert not await bus.wait_for_change(0.05)
+
+
+async def test_prune_and_retry(
+    bus_path: Path, options: Options, clock: Callable[[], float], insert_raw: Callable[..., int]
+) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        done = await bus.submit("a", "b", {"n": 1})
+        broken = insert_raw("b", "{broken")
+        await bus.ack(await bus.claim("b"))
+        await bus.submit("a", "b", {"n": 2})  # pending: never pruned
+        clock.advance(3600)  # type: ignore[attr-defined]
+        if bus.mode == "owned":
+            assert await bus.prune(older_than=60) == 1
+            assert done not in [r.id for r in await bus.history()]
+        assert await bus.retry(recipient="b") == 1
+        assert await bus.dead_letters() == []
+        claim = await bus.claim("b")
+        assert broken not in claim.ids  # still broken: straight back to the dead letters
+        assert [d.id for d in await bus.dead_letters()] == [broken]
+
+
+async def test_inbox_and_stats_do_not_claim(bus_path: Path, options: Options) -> None:
+    async with open_bus(bus_path, options=options()) as bus:
+        ids = [await bus.submit("a", "b", {"n": n}) for n in range(2)]
+        await bus.claim("b", max_messages=1)
+        inbox = await bus.inbox("b")
+        assert [(p.id, p.state) for p in inbox] == [(ids[0], "leased"), (ids[1], "new")]
+        stats = await bus.stats()
+        assert (stats.recipients[0].leased, stats.recipients[0].waiting) == (1, 1)
+        assert stats.mode == bus.mode
