@@ -10,6 +10,7 @@ is kept as a text block, and the original file is backed up before conversion (s
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from runtime.store.codec import dump_json
 LEGACY_COLUMNS = frozenset({"id", "role", "content", "pin_label"})
 _ROLES: frozenset[str] = frozenset({"user", "assistant", "system"})
 _UNPARSED = object()
+_EPOCH = re.compile(r"\d{9,11}(\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -160,10 +162,13 @@ def _tokens(role: Role, record: dict[str, Any], blocks: list[Block]) -> tuple[in
 
 
 def _timestamp(value: Any) -> str:
+    """ISO text as it was; epoch seconds (a number, or a number in a TEXT column) as ISO UTC."""
+    if value is None or value == "":
+        value = 0
+    if isinstance(value, str) and _EPOCH.fullmatch(value.strip()):
+        value = float(value)
     if isinstance(value, int | float):
         return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="milliseconds")
-    if value is None or value == "":
-        return datetime.fromtimestamp(0, UTC).isoformat(timespec="milliseconds")
     return str(value)
 
 
