@@ -110,14 +110,28 @@ def test_newer_format_version_is_refused_and_nothing_changes(
         assert copy.rows() == []
 
 
+def set_line(index: int, text: str):
+    return lambda lines: lines.__setitem__(index, text)
+
+
+def copy_line(source: int, target: int):
+    return lambda lines: lines.__setitem__(target, lines[source])
+
+
+# Lines after the header in the rich store's export: 8 rows (0-7), 3 slots (8-10), 2 markers,
+# 2 meta entries.
 @pytest.mark.parametrize(
     ("damage", "line", "message"),
     [
-        (lambda lines: lines.__setitem__(2, "{not json"), 4, "not valid JSON"),
-        (lambda lines: lines.__setitem__(0, '{"kind": "row", "id": "1"}'), 2, "id"),
-        (lambda lines: lines.__setitem__(1, '{"kind": "mystery"}'), 3, "unknown line kind"),
-        (lambda lines: lines.__setitem__(1, "[1, 2]"), 3, "expected a JSON object"),
-        (lambda lines: lines.pop(), None, "header promises 2 meta lines, file has 1"),
+        pytest.param(set_line(2, "{not json"), 4, "not valid JSON", id="bad-json"),
+        pytest.param(set_line(0, '{"kind": "row", "id": "1"}'), 2, "id", id="wrong-type"),
+        pytest.param(set_line(1, '{"kind": "mystery"}'), 3, "unknown line kind", id="kind"),
+        pytest.param(set_line(1, "[1, 2]"), 3, "expected a JSON object", id="not-object"),
+        pytest.param(
+            lambda lines: lines.pop(), None, "promises 2 meta lines, file has 1", id="truncated"
+        ),
+        pytest.param(copy_line(0, 1), 3, r"second row with id 2 \(first on line 2", id="dup-row"),
+        pytest.param(copy_line(8, 9), 11, "second slot with label 'hunger'", id="dup-slot"),
     ],
 )
 def test_malformed_lines_name_the_file_and_line(
@@ -129,6 +143,7 @@ def test_malformed_lines_name_the_file_and_line(
     with TurnStore.open(tmp_path / "copy.sqlite") as copy:
         with pytest.raises(ExportFormatError, match=message) as info:
             import_jsonl(copy, broken)
+        assert "nothing was imported" in str(info.value)
         assert info.value.path == broken and str(broken) in str(info.value)
         if line is not None:
             assert info.value.line == line and f"{broken}:{line}" in str(info.value)
