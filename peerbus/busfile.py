@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from peerbus import schema
-from peerbus.errors import BusOpenError
+from peerbus.errors import BusOpenError, SchemaTooNewError
 from peerbus.model import BusOptions, Mode
 from peerbus.txn import RetryPolicy, run_read, run_write
 
@@ -75,6 +75,12 @@ def connect_bus(
         ) from exc
     try:
         return _prepare(conn, path, options, retry)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise BusOpenError(
+            f"cannot be used as a bus ({exc}); check that it is a SQLite database you can write",
+            path=path,
+        ) from exc
     except BaseException:
         conn.close()
         raise
@@ -88,17 +94,20 @@ def _prepare(
     conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
 ) -> BusFile:
     conn.execute(f"PRAGMA synchronous = {'FULL' if options.durable else 'NORMAL'}")
-    try:
-        kind = run_read(conn, lambda c: schema.classify_file(c, path), path=path, retry=retry)
-    except sqlite3.DatabaseError as exc:
-        raise BusOpenError(f"not a usable SQLite database ({exc})", path=path) from exc
+    kind = run_read(conn, lambda c: schema.classify_file(c, path), path=path, retry=retry)
     if kind == "foreign" and not options.adopt:
         return _attach_sidecar(conn, path, options, retry)
     if kind == "new":
         # WAL lets readers (the dashboard, other panels' pre-checks) run beside the writer.
         # Only set on files we create or adopt: a foreign file's journal mode is its owner's.
         conn.execute("PRAGMA journal_mode = WAL")
-    version = run_write(conn, lambda c: _create_or_migrate(c, path), path=path, retry=retry)
+    latest = len(schema.OWNED_MIGRATIONS)
+    version = run_read(conn, lambda c: schema.user_version(c, "main"), path=path, retry=retry)
+    if kind != "owned" or version < latest:
+        # Opening an up-to-date file takes no write lock; only a migration does.
+        version = run_write(conn, lambda c: _create_or_migrate(c, path), path=path, retry=retry)
+    elif version > latest:
+        raise SchemaTooNewError(path=path, found=version, supported=latest)
     if kind == "foreign":
         conn.execute("PRAGMA journal_mode = WAL")
         log.warning("%s: adopted a foreign returns table (migrated in place)", path)
@@ -125,12 +134,16 @@ def _attach_sidecar(
             "pass another sidecar path",
             path=path,
         ) from exc
-    version = run_write(
-        conn,
-        lambda c: schema.migrate(c, schema="side", migrations=schema.SIDECAR_MIGRATIONS, path=side),
-        path=path,
-        retry=retry,
-    )
+    version = run_read(conn, lambda c: schema.user_version(c, "side"), path=path, retry=retry)
+    if version != len(schema.SIDECAR_MIGRATIONS):
+        version = run_write(
+            conn,
+            lambda c: schema.migrate(
+                c, schema="side", migrations=schema.SIDECAR_MIGRATIONS, path=side
+            ),
+            path=path,
+            retry=retry,
+        )
     notice = (
         f"{path}: foreign `returns` table (contract columns only): compatibility mode. "
         f"Receipts, leases and watermarks are kept in {side}; acks write only `status`; "

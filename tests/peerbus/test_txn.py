@@ -1,0 +1,135 @@
+"""Write transactions: always BEGIN IMMEDIATE, and a long-held lock is waited out, not fatal."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import peerbus as pb
+from peerbus import BusBusyError, BusFile, BusOptions
+from peerbus.txn import RetryPolicy
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "CREATE", "ALTER", "DROP", "REPLACE")
+
+
+def _exercise(bus: BusFile, clock: Callable[[], float], insert_raw: Callable[..., int]) -> None:
+    pb.register(bus, "b", senders=["a"])
+    pb.submit(bus, "a", "b", {"n": 1})
+    pb.submit(bus, "a", None, {"type": "ack"})
+    insert_raw("b", "{broken")
+    claim = pb.claim_batch(bus, "b", senders=["a"])
+    pb.extend(bus, claim, lease=60)
+    pb.nack(bus, claim)
+    pb.ack(bus, pb.claim_batch(bus, "b", senders=["a"]))
+    pb.retry(bus)
+    pb.prune(bus, older_than=0)
+    pb.inbox(bus, "b")
+    pb.history(bus)
+    pb.dead_letters(bus)
+    pb.stats(bus)
+
+
+def test_no_write_ever_runs_outside_begin_immediate(
+    sync_bus: BusFile, clock: Callable[[], float], insert_raw: Callable[..., int]
+) -> None:
+    statements: list[str] = []
+    sync_bus.conn.set_trace_callback(statements.append)
+    _exercise(sync_bus, clock, insert_raw)
+    sync_bus.conn.set_trace_callback(None)
+
+    txn: str | None = None
+    writes = 0
+    for raw in statements:
+        sql = " ".join(raw.split()).upper()
+        if sql.startswith("BEGIN"):
+            assert txn is None, "nested BEGIN"
+            txn = sql
+        elif sql in ("COMMIT", "ROLLBACK"):
+            txn = None
+        elif sql.startswith(WRITES) or (sql.startswith("WITH") and " RETURNING " in sql):
+            writes += 1
+            assert txn == "BEGIN IMMEDIATE", f"write outside BEGIN IMMEDIATE: {raw}"
+    assert writes > 10 and txn is None
+
+
+def test_a_lock_held_past_busy_timeout_is_retried_with_back_off(tmp_path: Path) -> None:
+    path = tmp_path / "bus.sqlite"
+    pb.close_bus(pb.connect_bus(path))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            blocker.execute("COMMIT")  # the long writer finally lets go
+
+    retry = RetryPolicy(deadline=60, sleep=sleep, jitter=lambda: 1.0)
+    bus = pb.connect_bus(path, BusOptions(busy_timeout=0.02), retry=retry)
+    try:
+        assert pb.submit(bus, "a", "b", {"n": 1}) == 1
+    finally:
+        pb.close_bus(bus)
+        blocker.close()
+    assert waits == [0.01, 0.02, 0.04]
+
+
+def test_a_lock_held_past_the_deadline_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bus.sqlite"
+    pb.close_bus(pb.connect_bus(path))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    elapsed = [0.0]
+
+    def sleep(seconds: float) -> None:
+        elapsed[0] += seconds
+
+    retry = RetryPolicy(deadline=1.0, sleep=sleep, monotonic=lambda: elapsed[0])
+    bus = pb.connect_bus(path, BusOptions(busy_timeout=0.01, lock_deadline=1.0), retry=retry)
+    try:
+        with pytest.raises(BusBusyError) as err:
+            pb.submit(bus, "a", "b", {"n": 1})
+        assert err.value.attempts > 3 and "locked" in str(err.value)
+    finally:
+        pb.close_bus(bus)
+        blocker.close()
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO returns (agent_role, status) VALUES ('h', 'done')")
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+    conn.execute("COMMIT")
+    """
+)
+
+
+@pytest.mark.slow
+def test_another_process_holding_the_lock_past_busy_timeout_never_crashes_us(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bus.sqlite"
+    pb.close_bus(pb.connect_bus(path))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), "0.6"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        bus = pb.connect_bus(path, BusOptions(busy_timeout=0.05, lock_deadline=30))
+        try:
+            ident = pb.submit(bus, "a", "b", {"n": 1})
+        finally:
+            pb.close_bus(bus)
+        assert ident == 2  # after the holder's row: it waited for the holder's commit
+    finally:
+        assert holder.wait(timeout=30) == 0
