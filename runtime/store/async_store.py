@@ -26,6 +26,8 @@ P = ParamSpec("P")
 
 
 class AsyncTurnStore:
+    """TurnStore for async callers; every call waits its turn for the one connection."""
+
     def __init__(self, store: TurnStore) -> None:
         self._store = store
         self._limiter = anyio.CapacityLimiter(1)

@@ -22,6 +22,8 @@ __all__ = ["FORMAT", "VERSION", "ImportSummary", "export_jsonl", "export_markdow
 
 @dataclass(frozen=True)
 class ImportSummary:
+    """What `import_jsonl` loaded; `str()` is the line the CLI prints."""
+
     path: Path
     version: int
     instance: str

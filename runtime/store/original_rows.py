@@ -27,6 +27,8 @@ _EPOCH = re.compile(r"\d{9,11}(\.\d+)?")
 
 @dataclass(frozen=True)
 class LegacyRows:
+    """The converted rows of the original's table, and what had to be guessed."""
+
     table: str
     rows: tuple[Row, ...]
     notes: tuple[str, ...]

@@ -17,6 +17,8 @@ from runtime.store import row_sql, slot_sql
 
 @dataclass(frozen=True)
 class StoreSnapshot:
+    """Every row, slot, marker and meta entry of a store, and its id sequence."""
+
     rows: tuple[Row, ...] = ()
     slots: tuple[Slot, ...] = ()
     markers: tuple[Marker, ...] = ()

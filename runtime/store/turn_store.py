@@ -26,6 +26,8 @@ T = TypeVar("T")
 
 
 class TurnStore:
+    """The turn store of one instance; open with `TurnStore.open(path)`, close when done."""
+
     def __init__(
         self,
         conn: sqlite3.Connection,
