@@ -28,6 +28,26 @@ def select_rows(conn: sqlite3.Connection, *, after_id: int = 0) -> list[Row]:
     return [decode_row(values) for values in cursor]
 
 
+def select_revisions(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """(id, revision) of every row in window order: what changed since a cached read."""
+    return [
+        (int(i), int(r)) for i, r in conn.execute("SELECT id, rev FROM window_rows ORDER BY id")
+    ]
+
+
+def select_rows_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, Row]]:
+    """Full rows with their revision, for the given ids."""
+    cursor = conn.execute(
+        f"SELECT rev, {ROW_COLUMNS} FROM window_rows WHERE id IN (SELECT value FROM json_each(?))",
+        (encode_ids(list(ids)),),
+    )
+    found: dict[int, tuple[int, Row]] = {}
+    for values in cursor:
+        row = decode_row(values[1:])
+        found[row.id] = (int(values[0]), row)
+    return found
+
+
 def select_row(conn: sqlite3.Connection, row_id: int) -> Row | None:
     values = conn.execute(f"{_SELECT} WHERE id = ?", (row_id,)).fetchone()
     return decode_row(values) if values is not None else None

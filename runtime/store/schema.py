@@ -63,7 +63,26 @@ def _v1_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables,)
+def _v2_row_revisions(conn: sqlite3.Connection) -> None:
+    # Every insert or change of a row stamps it with a number from one store-wide counter, so
+    # a reader can tell which rows changed (in any process) from a cheap `SELECT id, rev` and
+    # decode only those. A counter, not a per-row count: an id deleted and imported again gets
+    # a stamp it never had before.
+    conn.execute("ALTER TABLE window_rows ADD COLUMN rev INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE TABLE row_revision (n INTEGER NOT NULL)")
+    conn.execute("INSERT INTO row_revision (n) VALUES (0)")
+    stamp = (
+        "BEGIN UPDATE row_revision SET n = n + 1;"
+        " UPDATE window_rows SET rev = (SELECT n FROM row_revision) WHERE id = NEW.id; END"
+    )
+    conn.execute(f"CREATE TRIGGER window_rows_rev_insert AFTER INSERT ON window_rows {stamp}")
+    conn.execute(
+        "CREATE TRIGGER window_rows_rev_update AFTER UPDATE OF ts, role, blocks, tokens,"
+        f" tokens_exact, pinned, label, status, consumed_ids, compressed ON window_rows {stamp}"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables, _v2_row_revisions)
 LATEST_VERSION = len(MIGRATIONS)
 
 

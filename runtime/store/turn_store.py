@@ -41,6 +41,7 @@ class TurnStore:
         self.path = path
         self.migration = migration
         self._conn = conn
+        self._row_cache: dict[int, tuple[int, Row]] = {}
         self._debug = debug
         self._retry = retry
         self._clock = clock
@@ -92,7 +93,24 @@ class TurnStore:
     # -- rows -------------------------------------------------------------------------------
 
     def rows(self) -> list[Row]:
-        return self._read(row_sql.select_rows)
+        """The window, decoding only rows that are new or changed since the last call.
+
+        Rows are immutable values, so the decoded ones are kept by (id, revision); a 2,000-row
+        window is then one cheap query per turn instead of decoding every row's JSON again.
+        """
+        return self._read(self._cached_rows)
+
+    def _cached_rows(self, conn: sqlite3.Connection) -> list[Row]:
+        revisions = row_sql.select_revisions(conn)
+        cache = self._row_cache
+        stale = [i for i, rev in revisions if cache.get(i, (None,))[0] != rev]
+        if stale:
+            cache.update(row_sql.select_rows_by_id(conn, stale))
+        if len(cache) > len(revisions):
+            alive = {i for i, _ in revisions}
+            for gone in [i for i in cache if i not in alive]:
+                del cache[gone]
+        return [cache[i][1] for i, _ in revisions]
 
     def row(self, row_id: int) -> Row | None:
         return self._read(lambda c: row_sql.select_row(c, row_id))

@@ -11,7 +11,7 @@ import pytest
 
 from runtime.home import InstancePaths
 from runtime.rows import NewRow
-from runtime.store import TurnStore, migrate_instance
+from runtime.store import LATEST_VERSION, TurnStore, migrate_instance
 from runtime.store.legacy import migrate_instance as migrate_from_legacy_module
 
 ORIGINAL_SCHEMA = """CREATE TABLE turns (
@@ -68,7 +68,7 @@ def original(mnemara_home: Path) -> InstancePaths:
 def test_original_instance_migrates(original: InstancePaths) -> None:
     report = migrate_instance(original)
     assert report.action == "converted_legacy" and report.rows_converted == 7
-    assert (report.from_version, report.to_version) == (0, 1)
+    assert (report.from_version, report.to_version) == (0, LATEST_VERSION)
     assert report.backup == original.root / "turns.sqlite.original.bak"
     assert "converted 7 rows" in str(report) and "original kept at" in str(report)
     assert any("'tool' stored as 'user'" in note for note in report.notes)
@@ -116,7 +116,7 @@ def test_migration_is_idempotent(original: InstancePaths) -> None:
         converted = store.snapshot()
     again = migrate_instance(original)
     assert again.action == "up_to_date" and again.backup is None
-    assert "already at schema v1" in str(again)
+    assert f"already at schema v{LATEST_VERSION}" in str(again)
     with TurnStore.open(original.turns) as store:
         assert store.snapshot() == converted
     assert sorted(p.name for p in original.root.glob("*.bak")) == [first.backup.name]
