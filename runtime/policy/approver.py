@@ -1,0 +1,181 @@
+"""PolicyApprover: the runtime.driver.Approver that applies the policy and asks when it must.
+
+`allow` and `deny` verdicts are answered at once. An `ask` verdict goes to an Asker: the solo
+REPL prompts the operator, the dashboard will answer through the host, and HeadlessAsker says
+no. Answers: yes (this call), no, always (store the exact targets in permissions.json), or
+session (allow the tool until the session ends; hazards still ask).
+
+Asks are taken one at a time, and each call is decided again once it is its turn: an earlier
+"always" or "session" answer may already cover it, and the operator is not asked twice.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from runtime.debuglog import DebugLog
+from runtime.driver import Decision, ToolCallRequest
+from runtime.errors import PolicyError
+from runtime.policy.context import PolicyContext
+from runtime.policy.display import escape_for_display
+from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
+from runtime.policy.policy import PolicyState, Verdict, decide
+from runtime.policy.rules import remember_targets
+
+# The live path may consult the approver twice for one call (PreToolUse hook and
+# can_use_tool); a yes-once answer is remembered for that call id so the second check agrees.
+_ANSWERED_CAPACITY = 256
+
+
+class Answer(StrEnum):
+    YES = "yes"
+    NO = "no"
+    ALWAYS = "always"
+    SESSION = "session"
+
+
+class Asker(Protocol):
+    """Puts one `ask` verdict to whoever can answer it."""
+
+    async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer: ...
+
+
+class HeadlessAsker:
+    """No operator is attached: every question is answered no."""
+
+    async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer:
+        return Answer.NO
+
+
+def prompt_text(verdict: Verdict, *, max_chars: int = 2_000) -> str:
+    """The question an interactive asker shows, with hidden characters made visible."""
+    lines = [
+        f"{verdict.tool} wants to run:",
+        f"  {escape_for_display(verdict.target, max_chars=max_chars)}",
+        f"why asked: {escape_for_display(verdict.reason, max_chars=max_chars)}",
+    ]
+    choices = "[y]es once / [n]o / [s]ession"
+    if verdict.remember:
+        lines.append("always would allow exactly:")
+        lines.extend(f"  {escape_for_display(t, max_chars=max_chars)}" for t in verdict.remember)
+        choices += " / [a]lways"
+    lines.append(choices)
+    return "\n".join(lines)
+
+
+def denial_message(verdict: Verdict, *, asked: bool) -> str:
+    """What the model reads when a call is refused: why, and what to do instead."""
+    if not asked:
+        return (
+            f"Permission denied for {verdict.tool}: {verdict.reason}. This is a fixed rule; "
+            "do not retry the call. Choose another way or ask the operator."
+        )
+    return (
+        f"{verdict.tool} call not run: it needs the operator's approval ({verdict.reason}) "
+        "and was not approved. Do not retry it unchanged; choose another way or ask the "
+        "operator to allow it."
+    )
+
+
+class PolicyApprover:
+    """Decides every tool call with the policy; session grants and remembered rules live here.
+
+    `context` may be replaced by the owner between turns (a new working directory).
+    """
+
+    def __init__(
+        self,
+        state: PolicyState,
+        context: PolicyContext,
+        asker: Asker,
+        *,
+        rules_path: Path | None = None,
+        log: DebugLog | None = None,
+    ) -> None:
+        self.context = context
+        self._state = state
+        self._asker = asker
+        self._rules_path = rules_path
+        self._log = log
+        self._ask_lock = anyio.Lock()
+        self._answered: OrderedDict[str, bool] = OrderedDict()
+
+    @property
+    def state(self) -> PolicyState:
+        return self._state
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        if call.tool_use_id in self._answered:
+            return self._finish(call, None, allow=self._answered[call.tool_use_id], asked=True)
+        verdict = decide(self._state, call.name, call.input, self.context)
+        if verdict.action != "ask":
+            return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
+        async with self._ask_lock:
+            verdict = decide(self._state, call.name, call.input, self.context)
+            if verdict.action != "ask":
+                return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
+            answer = await self._asker.ask(call, verdict)
+            if answer is Answer.SESSION:
+                self._state = self._state.with_session_tool(call.name)
+            elif answer is Answer.ALWAYS and verdict.remember:
+                await self._remember(call.name, verdict.remember)
+        allowed = answer is not Answer.NO
+        self._answered[call.tool_use_id] = allowed
+        while len(self._answered) > _ANSWERED_CAPACITY:
+            self._answered.popitem(last=False)
+        return self._finish(call, verdict, allow=allowed, asked=True, answer=answer)
+
+    async def _remember(self, tool: str, targets: tuple[str, ...]) -> None:
+        if self._rules_path is None:
+            self._state = self._state.with_remembered(
+                self._state.remembered.with_patterns(tool, _exact(tool, targets))
+            )
+            return
+        try:
+            saved = await anyio.to_thread.run_sync(
+                remember_targets, self._rules_path, tool, targets
+            )
+        except PolicyError as exc:
+            # The operator said yes, so this call runs; the rule is not kept, and the damaged
+            # file will stop the next session from starting until it is fixed.
+            if self._log is not None:
+                self._log.write("error", "permissions_save_failed", tool=tool, error=str(exc))
+            return
+        self._state = self._state.with_remembered(saved)
+
+    def _finish(
+        self,
+        call: ToolCallRequest,
+        verdict: Verdict | None,
+        *,
+        allow: bool,
+        asked: bool,
+        answer: Answer | None = None,
+    ) -> Decision:
+        if self._log is not None and verdict is not None:
+            self._log.write(
+                "tool_call",
+                "permission",
+                tool=call.name,
+                tool_use_id=call.tool_use_id,
+                action=verdict.action,
+                answer=answer.value if answer else None,
+                allowed=allow,
+                reason=verdict.reason,
+            )
+        if allow:
+            return Decision(allow=True)
+        if verdict is None:
+            message = f"{call.name} call was not approved by the operator."
+        else:
+            message = denial_message(verdict, asked=asked)
+        return Decision(allow=False, message=message)
+
+
+def _exact(tool: str, targets: tuple[str, ...]) -> list[SafePattern]:
+    return [compile_pattern(exact_pattern(t), field=tool) for t in targets]

@@ -1,0 +1,162 @@
+"""The permission decision: `decide(state, tool, input, ctx) -> Verdict`, allow / ask / deny.
+
+Order of precedence, first match wins:
+
+1. the tool's mode is `deny`                                   -> deny
+2. the call does what no tool may (write a policy file,
+   a file tool outside the allowed roots)                      -> deny
+3. the call has a hazard (see inspection.py, commands.py)      -> ask, and "always" is not offered
+4. the mode is `allow`, or the operator allowed the tool for
+   this session                                                -> allow
+5. every target fully matches a configured or remembered
+   allow-pattern                                               -> allow
+6. otherwise                                                   -> ask; "always" stores the
+                                                                  unmatched targets, escaped
+
+Modes come from the config entry for the tool; then `mcp__<server>__*`; then the family
+(MultiEdit and NotebookEdit follow Edit, Glob and Grep follow Read); then the built-in
+defaults (Bash ask, Read allow, Write ask, Edit ask, our own `mcp__mnemara__*` tools allow,
+a configured MCP server's tools allow). A tool none of these name is unknown, and asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from runtime.config import InstanceConfig, ToolMode
+from runtime.policy.context import PolicyContext
+from runtime.policy.inspection import (
+    FILE_TOOLS,
+    Inspection,
+    inspect_bash,
+    inspect_file_tool,
+    inspect_other,
+)
+from runtime.policy.patterns import SafePattern, compile_pattern
+from runtime.policy.rules import RuleSet
+
+Action = Literal["allow", "ask", "deny"]
+
+OWN_SERVER = "mnemara"
+ALIASES = {"WriteMemory": f"mcp__{OWN_SERVER}__write_memory"}
+FAMILY = {"MultiEdit": "Edit", "NotebookEdit": "Edit", "Glob": "Read", "Grep": "Read"}
+BUILTIN_MODES: dict[str, ToolMode] = {"Bash": "ask", "Read": "allow", "Write": "ask", "Edit": "ask"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision on one call. `remember` is what an "always" answer may store (exact
+    targets); it is empty when the call may not be remembered."""
+
+    action: Action
+    tool: str
+    reason: str
+    target: str = ""
+    remember: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    mode: ToolMode
+    patterns: tuple[SafePattern, ...] = ()
+    source: str = "default"
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """Everything a decision depends on besides the call: config, remembered rules, session."""
+
+    configured: Mapping[str, ToolRule] = field(default_factory=dict)
+    remembered: RuleSet = field(default_factory=RuleSet)
+    mcp_servers: frozenset[str] = frozenset()
+    session_tools: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_config(
+        cls, config: InstanceConfig, remembered: RuleSet | None = None, *, path: Path | None = None
+    ) -> PolicyState:
+        """Compile the config's `allowed_tools`; a bad pattern is a PolicyError naming it."""
+        configured: dict[str, ToolRule] = {}
+        for i, entry in enumerate(config.allowed_tools):
+            patterns = tuple(
+                compile_pattern(p, path=path, field=f"allowed_tools[{i}].allowed_patterns[{j}]")
+                for j, p in enumerate(entry.allowed_patterns)
+            )
+            name = ALIASES.get(entry.tool, entry.tool)
+            configured[name] = ToolRule(entry.mode, patterns, source=f"allowed_tools[{i}]")
+        return cls(
+            configured=configured,
+            remembered=remembered or RuleSet(),
+            mcp_servers=frozenset(s.name for s in config.mcp_servers),
+        )
+
+    def with_session_tool(self, tool: str) -> PolicyState:
+        return replace(self, session_tools=self.session_tools | {tool})
+
+    def with_remembered(self, remembered: RuleSet) -> PolicyState:
+        return replace(self, remembered=remembered)
+
+    def rule_for(self, tool: str) -> ToolRule | None:
+        """The rule that governs `tool`, or None when the policy does not know it."""
+        if tool in self.configured:
+            return self.configured[tool]
+        server = mcp_server_of(tool)
+        if server is not None and f"mcp__{server}__*" in self.configured:
+            return self.configured[f"mcp__{server}__*"]
+        family = FAMILY.get(tool)
+        if family is not None and family in self.configured:
+            return self.configured[family]
+        builtin = BUILTIN_MODES.get(tool) or BUILTIN_MODES.get(family or "")
+        if builtin is not None:
+            return ToolRule(builtin)
+        if server == OWN_SERVER or (server is not None and server in self.mcp_servers):
+            return ToolRule("allow", source=f"mcp__{server}__* (configured server)")
+        return None
+
+
+def mcp_server_of(tool: str) -> str | None:
+    """`server` for `mcp__server__tool`, else None."""
+    if not tool.startswith("mcp__"):
+        return None
+    server, sep, rest = tool[5:].partition("__")
+    return server if sep and server and rest else None
+
+
+def inspect(tool: str, tool_input: Mapping[str, Any], ctx: PolicyContext) -> Inspection:
+    if tool == "Bash":
+        return inspect_bash(tool_input, ctx)
+    if tool in FILE_TOOLS:
+        return inspect_file_tool(tool, tool_input, ctx)
+    return inspect_other(tool_input, ctx)
+
+
+def decide(
+    state: PolicyState, tool: str, tool_input: Mapping[str, Any], ctx: PolicyContext
+) -> Verdict:
+    """Decide one call. Reads the filesystem only to resolve paths; writes nothing."""
+    rule = state.rule_for(tool)
+    if rule is not None and rule.mode == "deny":
+        return Verdict("deny", tool, f"{tool} is set to deny ({rule.source})")
+    found = inspect(tool, tool_input, ctx)
+    if found.deny:
+        return Verdict("deny", tool, "; ".join(found.deny), found.shown)
+    if found.ask:
+        return Verdict("ask", tool, "; ".join(found.ask), found.shown)
+    if rule is not None and rule.mode == "allow":
+        return Verdict("allow", tool, f"{tool} is set to allow ({rule.source})", found.shown)
+    if tool in state.session_tools:
+        return Verdict("allow", tool, f"{tool} is allowed for this session", found.shown)
+    patterns = (rule.patterns if rule else ()) + state.remembered.patterns_for(tool)
+    unmatched = tuple(t for t in found.targets if not any(p.matches(t) for p in patterns))
+    if found.targets and not unmatched:
+        return Verdict("allow", tool, "matches an allow-pattern", found.shown)
+    if rule is None:
+        reason = f"{tool} is not in the policy; unknown tools are asked about"
+    elif len(found.targets) > 1:
+        reason = "not allowed by a pattern: " + " | ".join(unmatched)
+    else:
+        reason = f"{tool} asks before running ({rule.source})"
+    return Verdict("ask", tool, reason, found.shown, remember=unmatched)
