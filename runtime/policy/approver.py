@@ -166,7 +166,8 @@ class PolicyApprover:
                 action=verdict.action,
                 answer=answer.value if answer else None,
                 allowed=allow,
-                reason=verdict.reason,
+                # Escaped: the reason quotes model input, which may hold lone surrogates.
+                reason=escape_for_display(verdict.reason),
             )
         if allow:
             return Decision(allow=True)

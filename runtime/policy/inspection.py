@@ -85,6 +85,11 @@ def _check_redirects(
             check = check_path(target.value, ctx, cwd=cwd)
             if redirect.writes:
                 _judge_write(check, found, what="redirects output into")
+                outside = check.resolved is not None and not check.inside_roots
+                if ctx.home_only and outside and not check.device:
+                    found.ask.append(
+                        f"redirects output outside the allowed directories: {check.resolved}"
+                    )
             elif check.protection is Protection.SECRET:
                 found.ask.append(f"reads {target.value} ({check.why})")
 

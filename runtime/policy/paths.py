@@ -81,7 +81,10 @@ def check_path(raw: str, ctx: PolicyContext, *, cwd: Path | None = None) -> Path
     lexical = Path(os.path.normpath(absolute))
     if lexical in HARMLESS_DEVICES:
         return PathCheck(raw, lexical, pseudo=True, device=True)
-    names = _names_of(absolute, lexical)
+    try:
+        names = _names_of(absolute, lexical)
+    except (OSError, ValueError) as exc:  # undecodable names (lone surrogates) and the like
+        return PathCheck(raw, None, why=f"cannot be resolved ({exc})")
     resolved = names[-1]
     pseudo = any(n.is_relative_to(p) for n in names for p in PSEUDO_ROOTS)
     found = [p for p in (protection_of(n, ctx) for n in names) if p is not None]
@@ -102,9 +105,10 @@ def _names_of(absolute: Path, lexical: Path) -> list[Path]:
     current = real(lexical.parent) / lexical.name
     for _ in range(40):  # the kernel's own limit on symlink hops
         names.append(current)
-        if not current.is_symlink():
+        try:
+            target = Path(os.readlink(current))
+        except OSError:  # not a symlink, missing, or a name too long for the kernel
             break
-        target = Path(os.readlink(current))
         current = real((current.parent / target).parent) / target.name
     names.append(real(absolute))
     return names
@@ -175,7 +179,7 @@ def glob_risk(pattern: str, ctx: PolicyContext, *, cwd: Path | None = None) -> s
         if depth == 0:
             # Right under a known directory a plain name can only match a file that exists;
             # dot names are refused on sight (they are in every home).
-            hits = [n for n in hits if n[0] == "." or (checked.resolved / n).exists()]
+            hits = [n for n in hits if n[0] == "." or os.path.lexists(checked.resolved / n)]
         if hits:
             return f"the glob {pattern!r} can match {hits[0]}"
     return None

@@ -25,8 +25,10 @@ with warnings.catch_warnings():
     import sre_constants as c
     import sre_parse
 
-MAX_PATTERN_LENGTH = 1_000
 MAX_TARGET_LENGTH = 4_096
+# Room for an escaped target of the longest length that can match (escaping at most doubles
+# it), so a remembered rule always loads again.
+MAX_PATTERN_LENGTH = 2 * MAX_TARGET_LENGTH + 100
 # Variable repeats that can trade characters with each other (`.*.*`, `a*a*`) make the worst
 # case a polynomial in the target length whose degree is the length of such a chain. Two is
 # fast for 4 KiB targets (milliseconds); three already takes seconds.

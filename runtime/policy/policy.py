@@ -35,7 +35,7 @@ from runtime.policy.inspection import (
     inspect_file_tool,
     inspect_other,
 )
-from runtime.policy.patterns import SafePattern, compile_pattern
+from runtime.policy.patterns import MAX_TARGET_LENGTH, SafePattern, compile_pattern
 from runtime.policy.rules import RuleSet
 
 Action = Literal["allow", "ask", "deny"]
@@ -159,4 +159,6 @@ def decide(
         reason = "not allowed by a pattern: " + " | ".join(unmatched)
     else:
         reason = f"{tool} asks before running ({rule.source})"
-    return Verdict("ask", tool, reason, found.shown, remember=unmatched)
+    # A target too long to ever match is not offered for "always": the rule would be dead.
+    rememberable = all(len(t) <= MAX_TARGET_LENGTH for t in unmatched)
+    return Verdict("ask", tool, reason, found.shown, remember=unmatched if rememberable else ())

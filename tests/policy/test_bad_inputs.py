@@ -87,6 +87,7 @@ CASES = [
     ),
     Case("redirect-config", "Bash", bash_at(lambda m: f"echo x > {m.instance.config}"), "deny"),
     Case("cd-then-relative", "Bash", bash("cd .git/hooks && echo x > pre-commit"), "ask"),
+    Case("redirect-outside-home", "Bash", bash("echo x > /tmp/planted"), "ask"),
     Case("cd-then-config", "Bash", bash("cd .git && echo x > config"), "ask"),
     Case("cp-onto-rc", "Bash", bash("cat x ~/.bashrc"), "ask"),
     # Environment-variable prefixes.
@@ -205,6 +206,8 @@ CASES = [
     Case("notebook-hook", "NotebookEdit", path("notebook_path", lambda m: ".git/hooks/x"), "ask"),
     Case("write-no-path", "Write", lambda m: {"content": "x"}, "ask"),
     Case("read-nul", "Read", lambda m: {"file_path": "a\x00b"}, "ask"),
+    Case("read-surrogate", "Read", lambda m: {"file_path": "a\ud800"}, "ask"),
+    Case("bash-surrogate-arg", "Bash", bash("cat \ud800"), "ask"),
     Case("glob-abs-out", "Glob", lambda m: {"pattern": "/etc/**/*.conf"}, "deny"),
     # Tools the policy does not know, and MCP tools naming policy files.
     Case("unknown-mcp", "mcp__evil__run", lambda m: {"x": 1}, "ask", rememberable=True),

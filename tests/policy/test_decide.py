@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,20 @@ def test_a_bad_config_pattern_names_its_field(machine: Machine) -> None:
 )
 def test_mcp_server_of(tool: str, server: str | None) -> None:
     assert mcp_server_of(tool) == server
+
+
+def test_a_target_too_long_to_match_is_not_offered_for_always(machine: Machine) -> None:
+    verdict = decide(machine.state, "Bash", {"command": "make " + "x" * 5_000}, machine.ctx)
+    assert verdict.action == "ask" and verdict.remember == ()
+
+
+def test_decide_never_raises_on_random_input(machine: Machine) -> None:
+    rng = random.Random(5)
+    alphabet = "ab ~/.*?[]{}()<>|&;$`'\"\\\n\t\x00\x1b\u200b\ud800=-#!%:,@+"
+    tools = ["Bash", "Read", "Write", "Glob", "mcp__x__y", "mcp__mnemara__z"]
+    for _ in range(2_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        tool = rng.choice(tools)
+        tool_input = {"command": text, "file_path": text, "pattern": text, "path": text}
+        verdict = decide(machine.state, tool, tool_input, machine.ctx)
+        assert verdict.action in ("allow", "ask", "deny")
