@@ -140,9 +140,9 @@ class PolicyApprover:
             saved = await anyio.to_thread.run_sync(
                 remember_targets, self._rules_path, tool, targets
             )
-        except PolicyError as exc:
-            # The operator said yes, so this call runs; the rule is not kept, and the damaged
-            # file will stop the next session from starting until it is fixed.
+        except (PolicyError, OSError) as exc:
+            # The operator said yes, so this call runs; the rule is not kept. A damaged file
+            # will also stop the next session from starting until it is fixed.
             if self._log is not None:
                 self._log.write("error", "permissions_save_failed", tool=tool, error=str(exc))
             return

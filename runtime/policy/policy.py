@@ -112,8 +112,10 @@ class PolicyState:
         builtin = BUILTIN_MODES.get(tool) or BUILTIN_MODES.get(family or "")
         if builtin is not None:
             return ToolRule(builtin)
-        if server == OWN_SERVER or (server is not None and server in self.mcp_servers):
-            return ToolRule("allow", source=f"mcp__{server}__* (configured server)")
+        if server == OWN_SERVER:
+            return ToolRule("allow", source="mnemara's own tools")
+        if server is not None and server in self.mcp_servers:
+            return ToolRule("allow", source=f"mcp__{server}__* (a configured server)")
         return None
 
 
