@@ -181,7 +181,9 @@ class Bus:
         if now - self._backstop_at < self.file.options.backstop_interval:
             return
         self._backstop_at = now
-        versions = await self._run(data_versions, self.file.conn, self._schemas)
+        versions = await self._run(
+            self.file.read, functools.partial(data_versions, schemas=self._schemas)
+        )
         if self._versions is not None and versions != self._versions:
             self._bump()
         self._versions = versions

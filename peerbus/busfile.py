@@ -19,7 +19,7 @@ from typing import TypeVar
 from peerbus import schema
 from peerbus.errors import BusOpenError, SchemaTooNewError
 from peerbus.model import BusOptions, Mode
-from peerbus.txn import RetryPolicy, run_read, run_write
+from peerbus.txn import RetryPolicy, run_bare, run_read, run_write
 
 T = TypeVar("T")
 log = logging.getLogger("peerbus")
@@ -93,14 +93,15 @@ def close_bus(bus: BusFile) -> None:
 def _prepare(
     conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
 ) -> BusFile:
-    conn.execute(f"PRAGMA synchronous = {'FULL' if options.durable else 'NORMAL'}")
+    sync = "FULL" if options.durable else "NORMAL"
+    run_bare(conn, lambda c: c.execute(f"PRAGMA synchronous = {sync}"), path=path, retry=retry)
     kind = run_read(conn, lambda c: schema.classify_file(c, path), path=path, retry=retry)
     if kind == "foreign" and not options.adopt:
         return _attach_sidecar(conn, path, options, retry)
     if kind == "new":
         # WAL lets readers (the dashboard, other panels' pre-checks) run beside the writer.
         # Only set on files we create or adopt: a foreign file's journal mode is its owner's.
-        conn.execute("PRAGMA journal_mode = WAL")
+        _set_wal(conn, "main", path, retry)
     latest = len(schema.OWNED_MIGRATIONS)
     version = run_read(conn, lambda c: schema.user_version(c, "main"), path=path, retry=retry)
     if kind != "owned" or version < latest:
@@ -109,9 +110,18 @@ def _prepare(
     elif version > latest:
         raise SchemaTooNewError(path=path, found=version, supported=latest)
     if kind == "foreign":
-        conn.execute("PRAGMA journal_mode = WAL")
+        _set_wal(conn, "main", path, retry)
         log.warning("%s: adopted a foreign returns table (migrated in place)", path)
     return BusFile(conn, path, "owned", "main", version, options, retry)
+
+
+def _set_wal(conn: sqlite3.Connection, schema_name: str, path: Path, retry: RetryPolicy) -> None:
+    run_bare(
+        conn,
+        lambda c: c.execute(f"PRAGMA {schema_name}.journal_mode = WAL").fetchone(),
+        path=path,
+        retry=retry,
+    )
 
 
 def _create_or_migrate(conn: sqlite3.Connection, path: Path) -> int:
@@ -127,7 +137,7 @@ def _attach_sidecar(
     side = sidecar_path(path, options)
     try:
         conn.execute("ATTACH DATABASE ? AS side", (str(side),))
-        conn.execute("PRAGMA side.journal_mode = WAL")
+        _set_wal(conn, "side", path, retry)
     except sqlite3.Error as exc:
         raise BusOpenError(
             f"compatibility mode needs a writable sidecar file at {side} ({exc}); "

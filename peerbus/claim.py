@@ -20,6 +20,7 @@ from itertools import islice
 
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route, claimable_sql
+from peerbus.compat import flush_status
 from peerbus.model import Claim
 from peerbus.receipts import advance_watermark, ensure_recipient, finish
 from peerbus.routing import Budget, Candidate, Plan, plan_claim
@@ -52,6 +53,7 @@ def claim_batch(
     token = uuid.uuid4().hex
     noise = failed = 0
     epoch = 0
+    flush_status(bus)  # finish a foreign-status write a crash interrupted (compat only)
     while True:
         now = bus.now()
         if not bus.read(functools.partial(_anything_claimable, bus=bus, route=route, now=now)):
@@ -62,6 +64,8 @@ def claim_batch(
             )
         )
         epoch = step.epoch
+        if step.plan.noise:
+            flush_status(bus)  # noise acks to the foreign table, in their own transaction
         noise += len(step.plan.noise)
         failed += len(step.plan.failed)
         if step.plan.deliver or not step.more:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route, open_rows_sql
+from peerbus.compat import queue_done
 
 
 def iso(ts: float) -> str:
@@ -73,15 +74,11 @@ def update_contract_status(
     conn: sqlite3.Connection, bus: BusFile, recipient: str, ids: str, *, state: str, when: str
 ) -> None:
     if bus.mode == "compat":
-        # Only an ack touches a foreign table, and only its `status` column; a dead letter
-        # stays in the sidecar, so the foreign row is left as its writer made it.
+        # Only an ack touches a foreign table, and only its `status` column, later and in a
+        # transaction of its own (see compat.py); a dead letter stays in the sidecar, so the
+        # foreign row is left as its writer made it.
         if state == "done":
-            conn.execute(
-                """UPDATE main.returns SET status = 'done'
-                    WHERE id IN (SELECT value FROM json_each(?))
-                      AND recipient_role = ? AND status = 'pending'""",
-                (ids, recipient),
-            )
+            queue_done(conn, recipient, ids)
         return
     conn.execute(
         """UPDATE main.returns SET status = ?, completed_at = ?

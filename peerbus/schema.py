@@ -90,7 +90,13 @@ OWNED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         *state_tables("main"),
     ),
 )
-SIDECAR_MIGRATIONS: tuple[tuple[str, ...], ...] = (state_tables("side"),)
+SIDECAR_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        *state_tables("side"),
+        # Direct rows acked here whose foreign `status` is still to be written (compat.py).
+        "CREATE TABLE side.peerbus_status_outbox (message_id INTEGER PRIMARY KEY)",
+    ),
+)
 
 
 def table_exists(conn: sqlite3.Connection, schema: str, table: str) -> bool:

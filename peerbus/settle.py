@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Collection
 
 from peerbus.busfile import BusFile
+from peerbus.compat import flush_status
 from peerbus.model import Claim, SettleResult
 from peerbus.receipts import advance_watermark, ids_json, iso, update_contract_status
 
@@ -74,7 +75,9 @@ def ack(bus: BusFile, claim: Claim, *, only: Collection[int] | None = None) -> S
             advance_watermark(conn, bus, claim.recipient)
         return _split(wanted, [*already, *acked])
 
-    return bus.write(work)
+    result = bus.write(work)
+    flush_status(bus)
+    return result
 
 
 def nack(

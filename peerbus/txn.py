@@ -71,11 +71,26 @@ def run_read(
     return _run(conn, work, begin="BEGIN", path=path, retry=retry)
 
 
+def run_bare(
+    conn: sqlite3.Connection,
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    retry: RetryPolicy,
+) -> T:
+    """Run `work` outside any transaction (pragmas, ATTACH), retrying while busy.
+
+    In rollback-journal mode (a foreign file) even a pragma that reads the schema can meet
+    a writer's lock, so these retry too.
+    """
+    return _run(conn, work, begin=None, path=path, retry=retry)
+
+
 def _run(
     conn: sqlite3.Connection,
     work: Callable[[sqlite3.Connection], T],
     *,
-    begin: str,
+    begin: str | None,
     path: Path,
     retry: RetryPolicy,
 ) -> T:
@@ -85,6 +100,8 @@ def _run(
     while True:
         attempts += 1
         try:
+            if begin is None:
+                return work(conn)
             conn.execute(begin)
             try:
                 result = work(conn)
