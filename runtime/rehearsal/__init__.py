@@ -12,7 +12,8 @@ no network and no key. Usage is computed from the request bytes with the prompt-
 
 Modules: replies (what the model says), matching (which reply answers), script (the TOML
 format), layout (a prompt in cache order, token counting, divergence), cache (accounting),
-pricing, sse (wire shapes), model (the service logic), server (HTTP).
+pricing, sse (wire shapes), model (the service logic), records (the request log), server
+(HTTP).
 """
 
 from runtime.rehearsal.cache import (
@@ -26,8 +27,8 @@ from runtime.rehearsal.cache import (
 from runtime.rehearsal.errors import CacheRuleError, NotLoopbackError, RehearsalError, ScriptError
 from runtime.rehearsal.layout import ApproxTokenCounter, Divergence, Layout, TokenCounter
 from runtime.rehearsal.matching import PanelScript, ReplyHook, RequestView, Rule, Script, When
-from runtime.rehearsal.model import OtherRequest, RequestRecord
 from runtime.rehearsal.pricing import Rates, cost_usd, rates_for
+from runtime.rehearsal.records import OtherRequest, RequestRecord, Totals, summarize
 from runtime.rehearsal.replies import (
     Faults,
     Reply,
@@ -66,6 +67,7 @@ __all__ = [
     "ThinkingItem",
     "TokenCounter",
     "ToolUseItem",
+    "Totals",
     "When",
     "account_requests",
     "cost_usd",
@@ -73,4 +75,5 @@ __all__ = [
     "open_rehearsal_server",
     "parse_script",
     "rates_for",
+    "summarize",
 ]

@@ -99,6 +99,22 @@ class CacheAccount:
     expired: str | None = None  # a longer prefix that was cached but had expired
     divergence: Divergence | None = None  # vs the previous request of the same panel
 
+    def explain(self) -> str:
+        """One line saying what was read, written and why the rest was not, for logs."""
+        u = self.usage
+        parts = [f"read {u.cache_read_input_tokens} through {self.read_through or '-'}"]
+        parts.append(f"wrote {u.cache_creation_input_tokens} at {', '.join(self.written) or '-'}")
+        parts.append(f"uncached {u.input_tokens}")
+        if self.too_short:
+            parts.append(f"below minimum: {', '.join(self.too_short)}")
+        if self.expired:
+            parts.append(f"expired through {self.expired}")
+        if self.divergence is not None:
+            d = self.divergence
+            change = f"{d.previous!r} -> {d.current!r}"
+            parts.append(f"differs from previous at byte {d.offset} in {d.unit}: {change}")
+        return "; ".join(parts)
+
 
 @dataclass
 class _Entry:

@@ -1,9 +1,9 @@
 """The rehearsal model's service logic: route a request to its panel, answer, account, log.
 
-No sockets here: `RehearsalModel` takes a parsed request and returns an `Answer` (status,
+No sockets here: `RehearsalModel` takes a request's bytes and returns an `Answer` (status,
 JSON body or SSE events, fault knobs) for the HTTP layer (`server.py`) to send. Every
-`/v1/messages` call is logged as a `RequestRecord` with its computed usage, cost and, when
-its prompt stopped matching the previous request of its panel, where.
+`/v1/messages` call is logged as a `RequestRecord` (records.py) with its computed usage, cost
+and, when its prompt stopped matching the previous request of its panel, where.
 """
 
 from __future__ import annotations
@@ -14,51 +14,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.rehearsal.cache import CacheAccount, CacheUsage, PromptCache
+from runtime.rehearsal.cache import PromptCache
 from runtime.rehearsal.errors import CacheRuleError, RehearsalError
-from runtime.rehearsal.layout import Divergence, Layout, visible_text
+from runtime.rehearsal.layout import Layout, visible_text
 from runtime.rehearsal.matching import Choice, PanelScript, ReplyHook, Script, ScriptCursor
 from runtime.rehearsal.pricing import cost_usd
+from runtime.rehearsal.records import OtherRequest, RequestRecord
 from runtime.rehearsal.replies import ErrorKind, Faults, Reply, TextItem, ThinkingItem
 from runtime.rehearsal.sse import Event, error_body, message_body, message_events
 
 PanelSource = PanelScript | ReplyHook
 Scripts = Script | Mapping[str, PanelSource]
-
-
-@dataclass(frozen=True)
-class RequestRecord:
-    """One logged `/v1/messages` request and what the rehearsal model made of it."""
-
-    panel: str
-    index: int  # position among this panel's requests, from 0
-    at: float  # clock time
-    body: Mapping[str, Any]
-    stream: bool
-    status: int
-    source: str  # the rule that answered: "panels.x.replies[2]", "hook", "fallback", ...
-    reply: Reply | None = None
-    account: CacheAccount | None = None  # None when the request was refused before the model
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def usage(self) -> CacheUsage | None:
-        return self.account.usage if self.account else None
-
-    @property
-    def divergence(self) -> Divergence | None:
-        return self.account.divergence if self.account else None
-
-
-@dataclass(frozen=True)
-class OtherRequest:
-    """A request to anything but `/v1/messages` (answered, or refused with 404)."""
-
-    method: str
-    path: str
-    panel: str | None
-    status: int
 
 
 @dataclass(frozen=True)
@@ -89,12 +55,14 @@ class RehearsalModel:
         clock: Callable[[], float],
         cache: PromptCache | None = None,
         chunk_chars: int = 64,
+        on_record: Callable[[RequestRecord], None] | None = None,
     ) -> None:
         panels = scripts.panels if isinstance(scripts, Script) else scripts
         self._cursors = {name: ScriptCursor(_panel_script(src)) for name, src in panels.items()}
         self.clock = clock
         self.cache = cache or PromptCache()
         self.chunk_chars = chunk_chars
+        self.on_record = on_record
         self._records: dict[str, list[RequestRecord]] = {name: [] for name in panels}
         self._last_layout: dict[str, Layout] = {}
         self.other_requests: list[OtherRequest] = []
@@ -141,6 +109,8 @@ class RehearsalModel:
 
         def record(status: int, source: str, **more: Any) -> None:
             log.append(RequestRecord(panel, len(log), now, body, stream, status, source, **more))
+            if self.on_record is not None:
+                self.on_record(log[-1])
 
         layout = self.cache.layout(body)
         try:

@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,7 +31,8 @@ import h11
 from runtime.rehearsal.cache import CacheRules, PromptCache
 from runtime.rehearsal.errors import NotLoopbackError, RehearsalError
 from runtime.rehearsal.layout import TokenCounter
-from runtime.rehearsal.model import Answer, OtherRequest, RehearsalModel, RequestRecord, Scripts
+from runtime.rehearsal.model import Answer, RehearsalModel, Scripts
+from runtime.rehearsal.records import OtherRequest, RequestRecord, Totals, summarize
 from runtime.rehearsal.sse import encode_event
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -51,7 +53,13 @@ def loopback_host(host: str) -> str:
 
 
 class RehearsalServer:
-    """A loopback Messages API serving scripted panels; run it with `serve()`."""
+    """A loopback Messages API serving scripted panels; run it with `serve()`.
+
+    `scripts`: a `Script` (from `load_script`) or a mapping of panel name to `PanelScript`
+    or hook. `host` must be loopback; `port=0` picks a free one. `clock` drives cache TTLs.
+    `counter` and `rules` set token counting and cache rules (cache.py). `chunk_chars` is the
+    largest delta streamed. `log_path`: append one JSON line per `/v1/messages` request.
+    """
 
     def __init__(
         self,
@@ -63,12 +71,18 @@ class RehearsalServer:
         counter: TokenCounter | None = None,
         rules: CacheRules | None = None,
         chunk_chars: int = 64,
+        log_path: Path | None = None,
     ) -> None:
         self.host = loopback_host(host)
+        self.log_path = log_path
         self._port = port  # asked for; 0 lets the system pick
         self._bound_port: int | None = None
         self.model = RehearsalModel(
-            scripts, clock=clock, cache=PromptCache(rules, counter), chunk_chars=chunk_chars
+            scripts,
+            clock=clock,
+            cache=PromptCache(rules, counter),
+            chunk_chars=chunk_chars,
+            on_record=self._log if log_path else None,
         )
 
     @property
@@ -86,6 +100,18 @@ class RehearsalServer:
 
     def requests(self, panel: str) -> tuple[RequestRecord, ...]:
         return self.model.requests(panel)
+
+    def totals(self, panel: str | None = None) -> Totals:
+        """Usage and cost summed over one panel's requests, or every panel's."""
+        panels = [panel] if panel is not None else list(self.model.panels)
+        return summarize(r for p in panels for r in self.model.requests(p))
+
+    def _log(self, record: RequestRecord) -> None:
+        # One short line per request to a local file: a plain blocking append is cheaper
+        # than a thread hop, and keeps the lines in request order.
+        if self.log_path is not None:
+            with self.log_path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(record.to_json()) + "\n")
 
     @property
     def other_requests(self) -> tuple[OtherRequest, ...]:
@@ -219,8 +245,9 @@ async def open_rehearsal_server(
     counter: TokenCounter | None = None,
     rules: CacheRules | None = None,
     chunk_chars: int = 64,
+    log_path: Path | None = None,
 ) -> AsyncIterator[RehearsalServer]:
-    """Run a rehearsal server for the duration of the block."""
+    """Run a rehearsal server for the duration of the block (arguments as `RehearsalServer`)."""
     server = RehearsalServer(
         scripts,
         host=host,
@@ -229,6 +256,7 @@ async def open_rehearsal_server(
         counter=counter,
         rules=rules,
         chunk_chars=chunk_chars,
+        log_path=log_path,
     )
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve)

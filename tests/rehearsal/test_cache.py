@@ -232,6 +232,13 @@ def test_account_requests_reports_usage_and_divergence_in_order() -> None:
         accounts[2].divergence is not None
         and accounts[2].divergence.unit == "messages[0].content[0]"
     )
+    assert accounts[1].explain() == (
+        "read 800 through messages[0].content[0]; wrote 0 at -; uncached 0"
+    )
+    explained = accounts[2].explain()
+    assert explained.startswith("read 500 through system[0]; wrote 300 at messages[0].content[0]")
+    offset = accounts[2].divergence.offset
+    assert f"differs from previous at byte {offset} in messages[0].content[0]: 'aaa" in explained
 
 
 def test_layout_units_in_cache_order_with_labels() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -240,3 +242,24 @@ async def test_urls_need_a_running_server_and_a_known_panel(anyio_backend: str) 
             server.base_url_for("ghost")
         with pytest.raises(RehearsalError, match="no panel"):
             server.requests("ghost")
+
+
+async def test_log_file_and_totals(anyio_backend: str, tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    async with (
+        open_rehearsal_server(SCRIPT, log_path=log) as server,
+        httpx.AsyncClient() as client,
+    ):
+        for text in ["hi", "hi", "busy"]:
+            await client.post(server.base_url_for("eng") + "/v1/messages", json=body(text))
+        totals = server.totals("eng")
+        assert totals == server.totals()  # the default panel made no requests
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["index"], line["status"]) for line in lines] == [(0, 200), (1, 200), (2, 529)]
+    assert lines[1]["usage"]["cache_read_input_tokens"] == 1500
+    assert lines[1]["cache"].startswith("read 1500 through system[0]")
+    assert "body" not in lines[0]
+    assert totals.requests == 3
+    assert totals.cache_read_input_tokens == totals.cache_creation_input_tokens == 1500
+    assert totals.cost_usd == pytest.approx(sum(r.cost_usd for r in server.requests("eng")))
+    assert 0.4 < totals.cache_read_share < 0.5
