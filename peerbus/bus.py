@@ -149,7 +149,7 @@ class Bus:
         return await self._run(queries.inbox, self.file, recipient, senders=senders, limit=limit)
 
     async def history(
-        self, *, limit: int = 50, role: str | None = None, after: int = 0
+        self, *, limit: int = 50, role: str | None = None, after: int | None = None
     ) -> list[Record]:
         return await self._run(queries.history, self.file, limit=limit, role=role, after=after)
 
@@ -170,6 +170,12 @@ class Bus:
         moved = await self._run(maintenance.retry, self.file, ids=ids, recipient=recipient)
         self._bump()
         return moved
+
+    async def generation(self) -> int:
+        """The change counter now; a reader (tail, dashboard) passes it to wait_for_change
+        as `since` before it reads, so a change during the read still wakes it."""
+        await self._refresh()
+        return self._generation
 
     async def _refresh(self) -> None:
         signature = file_signature(self._paths)

@@ -70,20 +70,21 @@ def inbox(
 
 
 def history(
-    bus: BusFile, *, limit: int = 50, role: str | None = None, after: int = 0
+    bus: BusFile, *, limit: int = 50, role: str | None = None, after: int | None = None
 ) -> list[Record]:
-    """Rows in id order: the newest `limit` (or, with `after`, the first `limit` past it)."""
+    """Rows in id order: the newest `limit`, or with `after`, the first `limit` past it."""
     completed = "r.completed_at" if bus.mode == "owned" else "NULL"
     where = "r.id > :after"
     if role is not None:
         where += " AND (r.agent_role = :role OR r.recipient_role = :role)"
-    order = "ASC" if after else "DESC"
+    order = "DESC" if after is None else "ASC"
     sql = f"""SELECT r.id, r.agent_role, r.recipient_role, r.task_id, r.status,
                      r.submitted_at, {completed}, r.payload_json
                 FROM main.returns AS r WHERE {where} ORDER BY r.id {order} LIMIT :limit"""
 
     def work(conn: sqlite3.Connection) -> list[Record]:
-        rows = conn.execute(sql, {"after": after, "role": role, "limit": limit}).fetchall()
+        params = {"after": after or 0, "role": role, "limit": limit}
+        rows = conn.execute(sql, params).fetchall()
         records = [
             Record(
                 int(r[0]),
