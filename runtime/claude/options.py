@@ -1,0 +1,96 @@
+"""The CLI configuration of one turn: `ClaudeAgentOptions` and the subprocess environment.
+
+Kept identical from turn to turn for a given panel, because every flag here shapes the bytes
+of the request and so the prompt cache (see shared/reference/claude-cli-requests.md):
+
+- the role doc is the system prompt, verbatim (`system_prompt=str`);
+- an explicit tools list (never the default set of 12, never varying per turn);
+- `setting_sources=[]` plus the two env switches that keep CLAUDE.md and the auto-memory index
+  out of the first user message ("min mode"; bare mode would forbid OAuth logins);
+- no session files (`--no-session-persistence`): every turn is a fresh, stateless run;
+- permission mode "default", no `allowed_tools`: every call reaches our approval gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from runtime.claude.approval import ApprovalGate
+from runtime.claude.tools import build_mcp_servers
+from runtime.driver import TurnRequest
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
+
+# Switches the CLI reads from its environment; see the module docstring.
+MIN_MODE_ENV: dict[str, str] = {
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+# An approval may wait on an operator for a long time. The CLI gives up on a hook after its
+# timeout (60 s by default) and, with on_failure="block", refuses the call; a day is "never".
+APPROVAL_HOOK_TIMEOUT_S = 24 * 3600.0
+
+
+def build_env(request: TurnRequest, driver_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CLI's environment on top of ours: min-mode switches, the Bash timeout, then overrides.
+
+    The CLI takes `BASH_DEFAULT_TIMEOUT_MS` as the timeout of a command that names none and
+    `BASH_MAX_TIMEOUT_MS` as the ceiling a command may ask for (never below the default);
+    setting both makes the panel's timeout a hard cap.
+    """
+    timeout_ms = str(max(1, request.bash_timeout_seconds) * 1000)
+    env = {**MIN_MODE_ENV, "BASH_DEFAULT_TIMEOUT_MS": timeout_ms, "BASH_MAX_TIMEOUT_MS": timeout_ms}
+    env.update(driver_env or {})
+    env.update(request.env)
+    return env
+
+
+def build_options(
+    request: TurnRequest,
+    *,
+    gate: ApprovalGate,
+    cli_path: str | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr: Callable[[str], None] | None = None,
+) -> ClaudeAgentOptions:
+    """The SDK options for one turn. Pure apart from building the in-process tool server."""
+    from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+
+    return ClaudeAgentOptions(
+        system_prompt=request.system,
+        tools=list(request.native_tools),
+        setting_sources=[],
+        permission_mode="default",
+        model=request.model or None,
+        max_budget_usd=request.max_budget_usd,
+        cwd=str(request.cwd),
+        cli_path=cli_path,
+        env=build_env(request, env),
+        # Real text deltas arrive as stream events; without this only whole messages come.
+        include_partial_messages=True,
+        # The prompt is assembled from stored turns, peer messages and tool output: the CLI must
+        # not expand an "@path" or "/command" in it.
+        verbatim_prompts=True,
+        # Only the servers we pass: a .mcp.json in the cwd must not change the tool list.
+        strict_mcp_config=True,
+        mcp_servers=build_mcp_servers(request.sdk_tools, request.mcp_servers),
+        extra_args={"no-session-persistence": None},
+        # matcher None = every tool, including MCP tools and ones the CLI auto-approves.
+        hooks={
+            "PreToolUse": [
+                HookMatcher(
+                    matcher=None,
+                    hooks=[gate.pre_tool_use],
+                    timeout=APPROVAL_HOOK_TIMEOUT_S,
+                    on_failure="block",
+                )
+            ]
+        },
+        can_use_tool=gate.can_use_tool,
+        stderr=stderr,
+    )

@@ -1,0 +1,122 @@
+"""The options and environment ClaudeDriver gives the CLI (pure; no CLI runs here)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions
+
+from runtime.claude import ClaudeDriver, build_env, build_options
+from runtime.claude.approval import ApprovalGate
+from runtime.claude.tools import build_mcp_servers
+from runtime.driver import ErrorEvent, McpServerSpec, ToolOutput, ToolSpec
+
+
+async def _noop(args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput("ok")
+
+
+def options_for(request: Any, **kwargs: Any) -> ClaudeAgentOptions:
+    return build_options(request, gate=ApprovalGate(request.approver), **kwargs)
+
+
+def test_options_keep_the_prompt_and_tools_fixed_and_permissions_ours(
+    make_request: Any, tmp_path: Any
+) -> None:
+    request = make_request(max_budget_usd=0.5)
+    options = options_for(request, cli_path="/opt/claude")
+
+    assert options.system_prompt == request.system  # the role doc, verbatim, as a str
+    assert options.tools == ["Bash", "Read", "Edit", "Write"]  # explicit, never the default set
+    assert options.setting_sources == []
+    assert options.permission_mode == "default"
+    assert options.allowed_tools == []  # an allowed tool would skip our can_use_tool
+    assert options.can_use_tool is not None
+    hook = options.hooks["PreToolUse"][0] if options.hooks else None
+    assert hook is not None and hook.matcher is None and hook.on_failure == "block"
+    assert options.include_partial_messages and options.verbatim_prompts
+    assert options.strict_mcp_config
+    assert options.extra_args == {"no-session-persistence": None}  # min mode, not bare
+    assert options.model == "claude-test" and options.max_budget_usd == 0.5
+    assert options.cwd == str(tmp_path) and options.cli_path == "/opt/claude"
+    assert options.mcp_servers == {}
+
+
+def test_env_switches_bash_timeout_and_override_order(make_request: Any) -> None:
+    request = make_request(bash_timeout_seconds=90, env={"HOME": "/panel-home", "X": "request"})
+    env = build_env(request, {"X": "driver", "DISABLE_TELEMETRY": "0", "Y": "driver"})
+
+    assert env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    assert env["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] == "1"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["DISABLE_AUTOUPDATER"] == "1"
+    assert env["DISABLE_TELEMETRY"] == "0"  # the driver's env wins over our defaults
+    assert env["BASH_DEFAULT_TIMEOUT_MS"] == env["BASH_MAX_TIMEOUT_MS"] == "90000"
+    assert env["X"] == "request" and env["Y"] == "driver"  # and the request's over the driver's
+    assert env["HOME"] == "/panel-home"
+    assert "CLAUDE_CODE_SIMPLE" not in env  # bare mode would refuse OAuth logins
+
+
+def test_the_cli_command_line_the_sdk_builds(make_request: Any) -> None:
+    # Pinned to SDK 0.2.189 internals on purpose: this is the argv the real CLI gets.
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+    from claude_agent_sdk.types import _configure_can_use_tool
+
+    request = make_request()
+    options = _configure_can_use_tool(options_for(request, cli_path="claude"))
+    argv = SubprocessCLITransport(prompt="", options=options)._build_command()
+
+    assert argv[argv.index("--system-prompt") + 1] == request.system
+    assert argv[argv.index("--tools") + 1] == "Bash,Read,Edit,Write"
+    assert "--setting-sources=" in argv  # empty: no user or project settings, no CLAUDE.md
+    assert argv[argv.index("--permission-mode") + 1] == "default"
+    assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+    assert "--no-session-persistence" in argv and "--include-partial-messages" in argv
+    assert "--strict-mcp-config" in argv
+    for absent in ("--allowedTools", "--bare", "bypassPermissions", "--resume", "--continue"):
+        assert absent not in argv
+
+
+def test_no_native_tools_is_an_empty_list_not_the_default_set(make_request: Any) -> None:
+    options = options_for(make_request(native_tools=()))
+    assert options.tools == []
+
+
+def test_mcp_servers_sdk_tools_as_one_server_and_stdio_ones(make_request: Any) -> None:
+    tools = (ToolSpec("note", "n", {"type": "object", "properties": {}}, _noop),)
+    stdio = (McpServerSpec("files", "mcp-files", ("--root", "/srv"), {"K": "v"}),)
+    servers = options_for(make_request(sdk_tools=tools, mcp_servers=stdio)).mcp_servers
+
+    assert isinstance(servers, dict) and list(servers) == ["files", "mnemara"]
+    assert servers["files"] == {
+        "type": "stdio",
+        "command": "mcp-files",
+        "args": ["--root", "/srv"],
+        "env": {"K": "v"},
+    }
+    sdk = servers["mnemara"]
+    assert sdk["type"] == "sdk" and sdk["name"] == "mnemara"
+
+
+def test_a_reserved_or_repeated_server_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="mnemara"):
+        build_mcp_servers((), (McpServerSpec("mnemara", "x"),))
+    with pytest.raises(ValueError, match="twice"):
+        build_mcp_servers((), (McpServerSpec("a", "x"), McpServerSpec("a", "y")))
+
+
+@pytest.mark.anyio
+async def test_a_turn_that_cannot_be_configured_is_an_error_event(make_request: Any) -> None:
+    request = make_request(mcp_servers=(McpServerSpec("mnemara", "x"),))
+    events = [e async for e in ClaudeDriver().run_turn(request)]
+    assert len(events) == 1 and isinstance(events[0], ErrorEvent)
+    assert events[0].kind == "other"
+
+
+def test_options_do_not_depend_on_anything_but_the_request(make_request: Any) -> None:
+    request = make_request()
+    first, second = options_for(request), options_for(replace(request))
+    for name in ("system_prompt", "tools", "env", "extra_args", "setting_sources", "model"):
+        assert getattr(first, name) == getattr(second, name)
