@@ -160,7 +160,9 @@ def load_config(path: Path) -> InstanceConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or None
-        raise ConfigError(f"{first['msg']} (got {first.get('input')!r})", path=path, field=field) from exc
+        raise ConfigError(
+            f"{first['msg']} (got {first.get('input')!r})", path=path, field=field
+        ) from exc
 
 
 def save_config(path: Path, config: InstanceConfig) -> None:
@@ -171,12 +173,16 @@ def save_config(path: Path, config: InstanceConfig) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to `path` so a crash leaves either the old or the new file, never half."""
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text via a temp file, fsync and rename: readers see the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

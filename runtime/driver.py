@@ -7,7 +7,7 @@ an `Approver` that the driver consults before any tool runs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -144,4 +144,4 @@ class TurnRequest:
 class AgentDriver(Protocol):
     """Runs one turn and streams its events. Cancelling the iteration stops the turn."""
 
-    def run_turn(self, request: TurnRequest) -> AsyncIterator[DriverEvent]: ...
+    def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]: ...

@@ -134,8 +134,8 @@ class TurnInterruptedError(DriverError):
 
 CREDENTIALS_HELP = (
     "No credentials for the model service. Provide one of:\n"
-    "  - ANTHROPIC_API_KEY=sk-ant-...            (an API key)\n"
-    "  - a logged-in Claude Code CLI             (run `claude login` once)\n"
-    "  - ANTHROPIC_BASE_URL=http://host:port      (an Anthropic-compatible endpoint,\n"
-    "                                              e.g. a local model server or the rehearsal model)"
+    "  - ANTHROPIC_API_KEY=sk-ant-...        an API key\n"
+    "  - a logged-in Claude Code CLI         run `claude login` once\n"
+    "  - ANTHROPIC_BASE_URL=http://host:port an Anthropic-compatible endpoint, such as a\n"
+    "                                        local model server or the rehearsal model"
 )

@@ -1,11 +1,17 @@
 """The `mnemara` command line: builds the typer app from the command groups and maps errors.
 
-Heavy modules are imported inside the commands, so `mnemara --help` stays fast.
+Command modules import only typer at load time; the runtime is imported inside each command,
+so `mnemara --help` stays fast.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from panels.cli import instances, role, run, transfer
+from panels.cli.bus import bus_app
 
 app = typer.Typer(
     name="mnemara",
@@ -16,6 +22,38 @@ app = typer.Typer(
 )
 
 
-def run() -> None:
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"mnemara {version('mnemara')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """State lives under $MNEMARA_HOME (default ~/.mnemara)."""
+
+
+app.command()(instances.init)
+app.command("list")(instances.list_)
+app.command()(instances.show)
+app.command()(instances.clear)
+app.command()(instances.delete)
+app.command()(instances.note)
+app.command()(role.role)
+app.command()(transfer.export)
+app.command("import")(transfer.import_)
+app.command()(transfer.migrate)
+app.command()(run.run)
+app.add_typer(bus_app, name="bus")
+
+
+def run_cli() -> None:
     """Console-script entry point."""
     app()

@@ -1,0 +1,143 @@
+"""`mnemara init | list | show | clear | delete | note`: one instance's files from the shell."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from panels.cli.errors import fail, reports_errors
+
+InstanceOpt = Annotated[str, typer.Option("--instance", "-i", help="Instance name.")]
+
+
+@reports_errors
+def init(
+    instance: InstanceOpt,
+    role: Annotated[
+        Path | None, typer.Option(help="Role doc (Markdown) to use as the system prompt.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Claude model id.")] = None,
+) -> None:
+    """Create a new instance under MNEMARA_HOME (refuses to overwrite one)."""
+    from runtime.config import InstanceConfig, save_config
+    from runtime.errors import InstanceExistsError
+    from runtime.home import InstancePaths
+    from runtime.roledoc import read_role_doc
+    from runtime.store import TurnStore
+
+    paths = InstancePaths.for_name(instance)
+    if paths.root.exists():
+        raise InstanceExistsError(
+            f"instance {instance!r} already exists at {paths.root}; "
+            f"use another name or `mnemara delete --instance {instance} --force` first",
+            instance=instance,
+        )
+    if role is None and sys.stdin.isatty():
+        answer = typer.prompt("Role doc path (blank to set later)", default="", show_default=False)
+        role = Path(answer).expanduser() if answer.strip() else None
+    config = InstanceConfig()
+    if role is not None:
+        read_role_doc(role)  # refuse a directory, binary or unreadable file now, not later
+        config = config.model_copy(update={"role_doc_path": str(role.resolve())})
+    if model:
+        config = config.model_copy(update={"model": model})
+    paths.root.mkdir(parents=True)
+    save_config(paths.config, config)
+    TurnStore.open(paths.turns).close()
+    typer.echo(f"created {paths.root}")
+    if not config.role_doc_path:
+        typer.echo(f"next: mnemara role --instance {instance} --set PATH")
+
+
+@reports_errors
+def list_() -> None:
+    """List the instances under MNEMARA_HOME."""
+    from runtime.config import load_config
+    from runtime.errors import ConfigError
+    from runtime.home import InstancePaths, list_instances, mnemara_home
+
+    names = list_instances()
+    if not names:
+        typer.echo(f"no instances under {mnemara_home()}; create one with `mnemara init`")
+        return
+    for name in names:
+        paths = InstancePaths.for_name(name)
+        try:
+            cfg = load_config(paths.config)
+            detail = f"model={cfg.model} role={cfg.role_doc_path or '-'}"
+        except ConfigError as exc:
+            detail = f"(config problem: {exc})"
+        typer.echo(f"{name}\t{detail}")
+
+
+@reports_errors
+def show(
+    instance: InstanceOpt,
+    n: Annotated[int, typer.Option("-n", help="Show only the last N rows (0 = all).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the rolling window, slots and token accounting (read-only)."""
+    from panels.cli.window_view import describe_window
+    from runtime.config import load_config
+    from runtime.home import InstancePaths
+    from runtime.store import TurnStore
+
+    paths = InstancePaths.for_name(instance).require()
+    config = load_config(paths.config)
+    with TurnStore.open(paths.turns) as store:
+        view = describe_window(store, config, last=n)
+    if as_json:
+        typer.echo(json.dumps(view.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(view.as_text())
+
+
+@reports_errors
+def clear(
+    instance: InstanceOpt,
+    all_: Annotated[bool, typer.Option("--all", help="Also drop pinned rows and slots.")] = False,
+) -> None:
+    """Wipe the rolling window; pinned rows and slots are kept unless --all."""
+    from runtime.home import InstancePaths
+    from runtime.store import TurnStore
+
+    paths = InstancePaths.for_name(instance).require()
+    with TurnStore.open(paths.turns) as store:
+        removed = store.clear(keep_pinned=not all_)
+    kept = "" if all_ else " (pinned rows and slots kept; --all drops them too)"
+    typer.echo(f"removed {removed} rows{kept}")
+
+
+@reports_errors
+def delete(
+    instance: InstanceOpt,
+    force: Annotated[bool, typer.Option("--force", help="Really delete everything.")] = False,
+) -> None:
+    """Delete an instance directory and everything in it (needs --force)."""
+    from runtime.home import InstancePaths
+
+    paths = InstancePaths.for_name(instance).require()
+    if not force:
+        raise fail(f"this deletes {paths.root} and all its files; add --force to confirm", 2)
+    shutil.rmtree(paths.root)
+    typer.echo(f"deleted {paths.root}")
+
+
+@reports_errors
+def note(
+    instance: InstanceOpt,
+    text: Annotated[list[str], typer.Argument(help="The note's text.")],
+    category: Annotated[str, typer.Option(help="A category for the note.")] = "note",
+) -> None:
+    """Append a note to today's memory file (memory/YYYY-MM-DD.md)."""
+    from runtime.home import InstancePaths
+    from runtime.notes import append_note
+
+    paths = InstancePaths.for_name(instance).require()
+    target = append_note(paths, " ".join(text), category)
+    typer.echo(f"noted in {target}")

@@ -1,0 +1,101 @@
+"""Where a window's tokens are: a pure summary of rows, slots and the last reported usage.
+
+Counts say whether they are exact (from the usage the model service reported) or estimated,
+because the two can differ by tens of percent and an operator trimming a window must know.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.config import InstanceConfig
+from runtime.rows import Row, Slot, estimate_tokens, text_of
+
+
+@dataclass(frozen=True)
+class WindowSummary:
+    rows: int
+    max_rows: int
+    tokens: int
+    exact_tokens: int  # the part of `tokens` that came from reported usage
+    max_tokens: int
+    pinned_rows: int
+    pinned_tokens: int
+    slot_tokens: int
+    interrupted_rows: int
+    forced_pinned_evictions: int
+    last_usage: dict[str, Any] | None
+
+    @property
+    def source(self) -> str:
+        if self.tokens == 0 or self.exact_tokens == self.tokens:
+            return "reported"
+        return "estimated" if self.exact_tokens == 0 else "partly estimated"
+
+
+def summarize(
+    rows: Sequence[Row], slots: Sequence[Slot], config: InstanceConfig, meta: dict[str, str]
+) -> WindowSummary:
+    last_usage = json.loads(meta["last_usage"]) if meta.get("last_usage") else None
+    return WindowSummary(
+        rows=len(rows),
+        max_rows=config.max_window_turns,
+        tokens=sum(r.tokens for r in rows),
+        exact_tokens=sum(r.tokens for r in rows if r.tokens_exact),
+        max_tokens=config.max_window_tokens,
+        pinned_rows=sum(1 for r in rows if r.pinned),
+        pinned_tokens=sum(r.tokens for r in rows if r.pinned),
+        slot_tokens=sum(estimate_tokens(s.content) for s in slots),
+        interrupted_rows=sum(1 for r in rows if r.status == "interrupted"),
+        forced_pinned_evictions=int(meta.get("forced_pinned_evictions") or 0),
+        last_usage=last_usage,
+    )
+
+
+def describe_row(row: Row, width: int = 100) -> str:
+    """One line per row: id, role, flags, token count (exact or ~estimate), a preview."""
+    flags = "".join(
+        [
+            " pinned" if row.pinned else "",
+            f" [{row.label}]" if row.label else "",
+            f" {row.status}" if row.status != "complete" else "",
+            " compressed" if row.compressed else "",
+        ]
+    )
+    tokens = f"{row.tokens}" if row.tokens_exact else f"~{row.tokens}"
+    kinds = [b.get("type") for b in row.blocks if b.get("type") != "text"]
+    extra = f" +{len(kinds)} {'/'.join(sorted({str(k) for k in kinds}))}" if kinds else ""
+    preview = " ".join(text_of(row.blocks).split())
+    if len(preview) > width:
+        preview = preview[: width - 1] + "…"
+    return f"#{row.id:<5} {row.role:<9}{flags} {tokens} tok{extra}  {preview}"
+
+
+def format_summary(s: WindowSummary) -> str:
+    lines = [
+        f"window: {s.rows}/{s.max_rows} rows, {s.tokens}/{s.max_tokens} tokens ({s.source})",
+        f"pinned: {s.pinned_rows} rows, {s.pinned_tokens} tokens; slots: ~{s.slot_tokens} tokens",
+    ]
+    if s.interrupted_rows:
+        lines.append(f"interrupted inputs kept: {s.interrupted_rows}")
+    if s.forced_pinned_evictions:
+        lines.append(f"pinned rows force-evicted so far: {s.forced_pinned_evictions}")
+    if s.last_usage:
+        u = s.last_usage
+        total = (
+            u.get("input_tokens", 0)
+            + u.get("cache_creation_input_tokens", 0)
+            + u.get("cache_read_input_tokens", 0)
+        )
+        cost = u.get("cost_usd")
+        lines.append(
+            f"last request (reported): {total} input tokens "
+            f"({u.get('cache_read_input_tokens', 0)} cache read, "
+            f"{u.get('cache_creation_input_tokens', 0)} cache write), "
+            f"{u.get('output_tokens', 0)} output"
+            + (f", ${cost:.4f}" if isinstance(cost, int | float) else "")
+        )
+    return "\n".join(lines)

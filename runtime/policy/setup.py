@@ -1,0 +1,47 @@
+"""Builds an instance's PolicyApprover from its config, permissions.json and the machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.config import InstanceConfig
+from runtime.debuglog import DebugLog
+from runtime.home import InstancePaths, mnemara_home
+from runtime.policy.approver import Asker, HeadlessAsker, PolicyApprover
+from runtime.policy.context import PolicyContext
+from runtime.policy.policy import PolicyState
+from runtime.policy.rules import load_rules
+
+
+def build_approver(
+    paths: InstancePaths,
+    config: InstanceConfig,
+    *,
+    cwd: Path,
+    asker: Asker | None = None,
+    home: Path | None = None,
+) -> PolicyApprover:
+    """The live approver: config rules, remembered rules, protected files, an asker.
+
+    Without an asker (headless), every `ask` verdict is denied with a message the model reads.
+    A damaged permissions.json or pattern raises PolicyError: the session does not start.
+    """
+    remembered = load_rules(paths.permissions)
+    state = PolicyState.from_config(config, remembered, path=paths.config)
+    # The role doc steers the agent on every turn, so the agent may not rewrite it unasked.
+    role_doc = (Path(config.role_doc_path),) if config.role_doc_path else ()
+    context = PolicyContext.build(
+        cwd=cwd,
+        home=home or Path.home(),
+        home_only=config.file_tool_home_only,
+        instance=paths,
+        state_root=mnemara_home(),
+        extra_protected=role_doc,
+    )
+    return PolicyApprover(
+        state,
+        context,
+        asker or HeadlessAsker(),
+        rules_path=paths.permissions,
+        log=DebugLog(paths.debug_log),
+    )

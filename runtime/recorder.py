@@ -1,0 +1,58 @@
+"""Turns a driver's event stream into the content blocks of the assistant row to store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtime.driver import Cost, DriverEvent, TextDelta, Thinking, ToolCall, ToolResult, Usage
+from runtime.rows import Block
+from runtime.store import truncate_tool_result
+
+
+@dataclass
+class TurnRecorder:
+    """Collects one turn's output in order; tool results are cut to `result_cap` characters."""
+
+    result_cap: int
+    blocks: list[Block] = field(default_factory=list)
+    usage: Usage | None = None
+    cost_usd: float | None = None
+
+    def add(self, event: DriverEvent) -> None:
+        if isinstance(event, TextDelta):
+            if self.blocks and self.blocks[-1].get("type") == "text":
+                last = self.blocks[-1]
+                self.blocks[-1] = {**last, "text": str(last["text"]) + event.text}
+            else:
+                self.blocks.append({"type": "text", "text": event.text})
+        elif isinstance(event, Thinking):
+            self.blocks.append(
+                {"type": "thinking", "thinking": event.text, "signature": event.signature}
+            )
+        elif isinstance(event, ToolCall):
+            self.blocks.append(
+                {"type": "tool_use", "id": event.id, "name": event.name, "input": event.input}
+            )
+        elif isinstance(event, ToolResult):
+            self.blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": event.tool_use_id,
+                    "content": truncate_tool_result(event.content, self.result_cap),
+                    "is_error": event.is_error,
+                }
+            )
+        elif isinstance(event, Usage):
+            self.usage = event
+        elif isinstance(event, Cost):
+            self.cost_usd = event.usd
+
+    def note(self, text: str) -> None:
+        """Add a notice of our own (a stop, a halt) as its own text block."""
+        self.blocks.append({"type": "text", "text": text})
+
+    def final_blocks(self) -> tuple[Block, ...]:
+        # Blank text blocks are dropped by the CLI when re-sent; never store them.
+        return tuple(
+            b for b in self.blocks if b.get("type") != "text" or str(b.get("text", "")).strip()
+        )

@@ -1,0 +1,175 @@
+"""The solo line REPL: slash commands, streamed turns, approvals asked on the terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from panels.repl.approve import ReplAsker, parse_answer
+from panels.repl.loop import repl
+from panels.repl.slash import SlashError, parse, parse_token_count, resolve_model
+from panels.repl.terminal import Terminal, safe
+from runtime.config import InstanceConfig, save_config
+from runtime.driver import Done, TextDelta, ToolCall, Usage
+from runtime.home import InstancePaths
+from runtime.policy.approver import Answer
+from runtime.scripted import ScriptedDriver
+from runtime.session import open_session
+from runtime.store import TurnStore
+
+
+class Screen(io.StringIO):
+    """Captures output and lets the input feeder wait until a question is on screen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+
+    def write(self, text: str) -> int:
+        if "allow? " in text:
+            self.asked.set()
+        return super().write(text)
+
+
+def feeder(lines: list[str], screen: Screen) -> Callable[[], str]:
+    """Lines for the REPL; a line starting with '?' is typed only once a question shows."""
+    pending = list(lines)
+
+    def read_line() -> str:
+        if not pending:
+            return ""
+        line = pending.pop(0)
+        if line.startswith("?"):
+            screen.asked.wait(timeout=30)
+            screen.asked.clear()
+            line = line[1:]
+        return line + "\n"
+
+    return read_line
+
+
+@pytest.fixture
+def instance(mnemara_home: Path) -> InstancePaths:
+    paths = InstancePaths.for_name("solo", mnemara_home)
+    paths.root.mkdir()
+    paths.role.write_text("ROLE", encoding="utf-8")
+    save_config(paths.config, InstanceConfig(role_doc_path=str(paths.role)))
+    TurnStore.open(paths.turns).close()
+    return paths
+
+
+async def drive_repl(lines: list[str], driver: ScriptedDriver, cwd: Path) -> str:
+    screen = Screen()
+    terminal = Terminal(out=screen, read_line=feeder(lines, screen))
+    async with anyio.create_task_group() as tg:
+        await tg.start(terminal.serve)
+        async with open_session(
+            "solo", driver=driver, asker=ReplAsker(terminal), cwd=cwd
+        ) as session:
+            await repl(session, terminal)
+        tg.cancel_scope.cancel()
+    return screen.getvalue()
+
+
+@pytest.mark.anyio
+async def test_turn_streams_and_slash_commands_work(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    driver = ScriptedDriver([[TextDelta("Hello "), TextDelta("there"), Usage(50, 4), Done()]])
+    out = await drive_repl(
+        ["hi", "/show", "/swap sonnet", "/tokens 500k", "/note keep this", "/quit"],
+        driver,
+        tmp_path,
+    )
+    assert "assistant: Hello there" in out
+    assert "#2     assistant 4 tok" in out  # exact count from reported usage, no ~
+    assert "model: claude-sonnet-4-6" in out and "max_window_tokens = 500000" in out
+    config = InstanceConfig.model_validate_json(instance.config.read_text())
+    assert config.model == "claude-sonnet-4-6" and config.max_window_tokens == 500_000
+    assert "keep this" in next(instance.memory.glob("*.md")).read_text()
+
+
+@pytest.mark.anyio
+async def test_ask_verdict_is_put_to_the_operator(instance: InstancePaths, tmp_path: Path) -> None:
+    target = tmp_path / "made-by-agent.txt"
+    driver = ScriptedDriver(
+        [
+            [ToolCall("t1", "Bash", {"command": f"touch {target}"}), Done()],
+            [ToolCall("t2", "Bash", {"command": f"rm {target}"}), Done()],
+        ]
+    )
+    out = await drive_repl(["make it", "?y", "remove it", "?n", "/quit"], driver, tmp_path)
+    assert out.count("allow? ") == 2
+    assert "Bash wants to run" in out
+    results = [b for r in driver.requests for b in r.blocks]
+    assert results  # both turns reached the driver
+    assert "error: Bash call not run" in out  # the refusal reached the model as a tool result
+
+
+@pytest.mark.anyio
+async def test_unknown_and_malformed_commands_say_what_to_do(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    out = await drive_repl(
+        ["/nonsense", "/tokens lots", "/evict wat", "/quit"], ScriptedDriver([]), tmp_path
+    )
+    assert "unknown command /nonsense; /help lists them" in out
+    assert "not a token count" in out
+    assert "usage: /evict" in out
+
+
+def test_slash_parsing_helpers() -> None:
+    assert parse("/exit").name == "quit"
+    assert parse('/note "two words"').args == ("two words",)
+    assert parse_token_count("1m") == 1_000_000 and parse_token_count("200,000") == 200_000
+    assert resolve_model("2") == "claude-sonnet-4-6" and resolve_model("my-model") == "my-model"
+    with pytest.raises(SlashError):
+        resolve_model("9")
+    with pytest.raises(SlashError):
+        parse("/note 'unclosed")
+    assert parse_answer("A", always_offered=True) is Answer.ALWAYS
+    assert parse_answer("a", always_offered=False) is None
+    assert safe("ok\x1b[31mred\x1b[0m\x07") == "okred"
+
+
+BUNDLED_CLI = Path(__import__("claude_agent_sdk").__file__).parent / "_bundled" / "claude"
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="the SDK's bundled Claude Code CLI is absent")
+def test_run_without_credentials_says_how_to_provide_them(
+    mnemara_home: Path, tmp_path: Path
+) -> None:
+    exe = shutil.which("mnemara", path=str(Path(sys.executable).parent))
+    assert exe
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env |= {"HOME": str(tmp_path), "MNEMARA_HOME": str(mnemara_home)}
+    subprocess.run(
+        [exe, "init", "--instance", "scratch"],
+        env=env,
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
+    done = subprocess.run(
+        [exe, "run", "--instance", "scratch", "--no-tui"],
+        input="hello\n/show\n/quit\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ANTHROPIC_API_KEY" in done.stdout and "claude login" in done.stdout
+    assert "ANTHROPIC_BASE_URL" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "user      interrupted" in done.stdout  # the unanswered input is kept and marked
