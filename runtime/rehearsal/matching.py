@@ -6,11 +6,12 @@ Pure over plain data. A panel's rules are tried like this, on every request:
 2. else the first rule *with* a `when` that matches and has uses left (file order);
 3. else the next rule *without* a `when` that has uses left (taken in order);
 4. else the fallback: a short text and `end_turn`, so a session always finishes
-   (or, for a `strict` panel, an `invalid_request` error naming the request).
+   (or, for a `strict` panel, an `invalid_request` error: a 400, which the CLI does not retry).
 
-A request that asks for structured output (`output_config.format` is a JSON schema) is a
-side request of the CLI's own, such as naming the session: unless the hook answers it, it gets
-a minimal JSON instance of the schema and no rule is used up.
+A request whose `output_config.format` is a JSON schema is a side request of the CLI's own,
+such as naming the session (the SDK's structured output goes through a `StructuredOutput`
+tool instead, so those turns are scripted as usual). Unless the hook answers it, it gets a
+minimal JSON instance of the schema and no rule is used up.
 
 A `when` looks at the latest `user` message of the request (a trailing `system` message is
 skipped): `user_text_contains` searches its text blocks, `tool_result_contains` its
@@ -184,6 +185,7 @@ class ScriptCursor:
 
 
 def _output_schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of a side request, or None for a conversation turn."""
     config = body.get("output_config")
     fmt = config.get("format") if isinstance(config, dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":

@@ -49,9 +49,18 @@ def cli_env(server: RehearsalServer, panel: str, home: Path) -> dict[str, str]:
 
 
 async def run(
-    server: RehearsalServer, panel: str, prompt: str, tmp_path: Path, **options: Any
+    server: RehearsalServer,
+    panel: str,
+    prompt: str,
+    tmp_path: Path,
+    *,
+    unset: tuple[str, ...] = (),
+    **options: Any,
 ) -> tuple[list[Any], BaseException | None]:
-    """Run one query; return its messages and the exception it ended with, if any."""
+    """Run one query; return its messages and the exception it ended with, if any.
+
+    `unset` names variables of `cli_env` to leave out; `options` go to ClaudeAgentOptions.
+    """
     home = tmp_path / "home"
     work = tmp_path / "work"
     home.mkdir(exist_ok=True)
@@ -60,8 +69,9 @@ async def run(
     async def one_prompt() -> AsyncIterator[dict[str, Any]]:
         yield {"type": "user", "message": {"role": "user", "content": prompt}}
 
+    env = {k: v for k, v in cli_env(server, panel, home).items() if k not in unset}
     opts = ClaudeAgentOptions(
-        env=cli_env(server, panel, home),
+        env=env,
         cwd=str(work),
         setting_sources=[],
         system_prompt=ROLE_DOC,
@@ -184,3 +194,28 @@ async def test_identical_prefix_is_read_from_the_cache_the_second_time(
     )
     cheaper, dearer = result_of(second).total_cost_usd, result_of(first).total_cost_usd
     assert cheaper is not None and dearer is not None and cheaper < dearer
+
+
+async def test_startup_traffic_is_answered_without_using_the_script(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    # Without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC the CLI also checks HEAD /api/hello and
+    # asks the model for a session title (a JSON-schema side request). Neither may hang the
+    # session or take the panel's scripted reply.
+    script = parse_script("[[panels.eng.replies]]\ntext = 'The one scripted answer.'\n")
+    async with open_rehearsal_server(script) as server:
+        messages, error = await run(
+            server,
+            "eng",
+            "hello there",
+            tmp_path,
+            unset=("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",),
+        )
+    assert error is None
+    assert texts(messages) == ["The one scripted answer."]
+    # The title request was seen in every run so far; it is a side task of the CLI, so the
+    # test only insists that whatever came besides the turn was answered on the side.
+    sources = [r.source for r in server.requests("eng")]
+    assert sources.count("panels.eng.replies[0]") == 1
+    assert set(sources) <= {"panels.eng.replies[0]", "structured-default"}
+    assert {(r.method, r.status) for r in server.other_requests} <= {("HEAD", 404)}
