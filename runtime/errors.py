@@ -12,6 +12,7 @@ MnemaraError                      root of everything the runtime raises on purpo
 ├── RoleDocError                  a role doc given on purpose (`role --set`) cannot be used
 ├── FetchError                    `role --set-from-url` refused or failed
 ├── PolicyError                   permissions.json or a policy pattern is unusable (fail closed)
+├── RehearsalError                the rehearsal model cannot serve (runtime/rehearsal/errors.py)
 └── DriverError                   a turn could not be run by the model driver
     ├── CredentialsError          no API key, login or base URL the CLI can use
     ├── PromptTooLongError        the model service refused the prompt's size

@@ -92,7 +92,7 @@ def format_summary(s: WindowSummary) -> str:
         )
         cost = u.get("cost_usd")
         lines.append(
-            f"last request (reported): {total} input tokens "
+            f"last turn (reported, all its API calls): {total} input tokens "
             f"({u.get('cache_read_input_tokens', 0)} cache read, "
             f"{u.get('cache_creation_input_tokens', 0)} cache write), "
             f"{u.get('output_tokens', 0)} output"
