@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from peerbus import schema
 from peerbus.errors import BusOpenError, SchemaTooNewError
+from peerbus.gate import WriterGate
 from peerbus.model import BusOptions, Mode
 from peerbus.txn import RetryPolicy, run_bare, run_read, run_write
 
@@ -39,9 +40,21 @@ class BusFile:
     retry: RetryPolicy
     # Set in compatibility mode: what the operator should know, said once at open.
     notice: str | None = None
+    gate: WriterGate | None = None
 
-    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return run_write(self.conn, work, path=self.path, retry=self.retry)
+    def write(self, work: Callable[[sqlite3.Connection], T], *, durable: bool = False) -> T:
+        """Run `work` in a write transaction. `durable`: fsync at commit (synchronous=FULL)
+        when the options ask for durability; for the rest, NORMAL.
+
+        Only what would lose a message if a power cut undid it (a submit) needs the fsync.
+        An undone claim, ack or dead letter only means a redelivery, which the host
+        recognises by the ids its turn store holds; and the WAL is a log, so a later
+        fsync'd commit also makes every earlier one durable, in order.
+        """
+        sync = "FULL" if durable and self.options.durable else "NORMAL"
+        return run_write(
+            self.conn, work, path=self.path, retry=self.retry, gate=self.gate, synchronous=sync
+        )
 
     def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return run_read(self.conn, work, path=self.path, retry=self.retry)
@@ -88,12 +101,14 @@ def connect_bus(
 
 def close_bus(bus: BusFile) -> None:
     bus.conn.close()
+    if bus.gate is not None:
+        bus.gate.close()
 
 
 def _prepare(
     conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
 ) -> BusFile:
-    sync = "FULL" if options.durable else "NORMAL"
+    sync = "FULL" if options.durable else "NORMAL"  # migrations are durable
     run_bare(conn, lambda c: c.execute(f"PRAGMA synchronous = {sync}"), path=path, retry=retry)
     kind = run_read(conn, lambda c: schema.classify_file(c, path), path=path, retry=retry)
     if kind == "foreign" and not options.adopt:
@@ -112,7 +127,7 @@ def _prepare(
     if kind == "foreign":
         _set_wal(conn, "main", path, retry)
         log.warning("%s: adopted a foreign returns table (migrated in place)", path)
-    return BusFile(conn, path, "owned", "main", version, options, retry)
+    return BusFile(conn, path, "owned", "main", version, options, retry, None, _gate(path, options))
 
 
 def _set_wal(conn: sqlite3.Connection, schema_name: str, path: Path, retry: RetryPolicy) -> None:
@@ -162,4 +177,19 @@ def _attach_sidecar(
     if not run_read(conn, schema.has_autoincrement, path=path, retry=retry):
         notice += " The table has no AUTOINCREMENT, so prune keeps its newest row."
     log.warning("%s", notice)
-    return BusFile(conn, path, "compat", "side", version, options, retry, notice)
+    gate = _gate(side, options)
+    return BusFile(conn, path, "compat", "side", version, options, retry, notice, gate)
+
+
+def _gate(state_file: Path, options: BusOptions) -> WriterGate | None:
+    if not options.writer_gate:
+        return None
+    gate_path = state_file.with_name(state_file.name + ".writers")
+    try:
+        return WriterGate(gate_path)
+    except OSError as exc:
+        raise BusOpenError(
+            f"cannot open the writers' gate {gate_path} ({exc}); make the directory "
+            "writable or set writer_gate=False",
+            path=state_file,
+        ) from exc

@@ -91,4 +91,4 @@ def retry(bus: BusFile, *, ids: Collection[int] | None = None, recipient: str | 
         )
         return len(moved)
 
-    return bus.write(work)
+    return bus.write(work, durable=True)

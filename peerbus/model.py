@@ -48,7 +48,8 @@ class BusOptions:
     busy_timeout: float = 5.0
     # Past busy_timeout a write is retried with back-off until this many seconds have passed.
     lock_deadline: float = 60.0
-    # synchronous=FULL: a submit that returned survives power loss, not only a process crash.
+    # synchronous=FULL for submits: a submit that returned survives power loss, not only a
+    # process crash. Claims and acks commit with NORMAL either way (see BusFile.write).
     durable: bool = True
     # Change detection: how often the waiter stats the files, and how often it asks SQLite.
     poll_interval: float = 0.01
@@ -58,6 +59,8 @@ class BusOptions:
     sidecar: Path | None = None
     # Migrate a foreign `returns` table in place instead of using compatibility mode.
     adopt: bool = False
+    # Queue writers on an flock (`<state file>.writers`) before BEGIN IMMEDIATE; see gate.py.
+    writer_gate: bool = True
 
     def __post_init__(self) -> None:
         if self.max_payload_bytes < 64:

@@ -81,7 +81,7 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
             ids.append(int(cursor.lastrowid or 0))
         return ids
 
-    return bus.write(work)
+    return bus.write(work, durable=True)
 
 
 def _current_epoch(conn: sqlite3.Connection, bus: BusFile, recipient: str) -> int | None:
@@ -132,4 +132,4 @@ def register(
             )
         return int(row[0])
 
-    return bus.write(work)
+    return bus.write(work, durable=True)

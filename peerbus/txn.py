@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from peerbus.errors import BusBusyError
+from peerbus.gate import GateTimeout, WriterGate
 
 T = TypeVar("T")
 
@@ -55,9 +56,20 @@ def run_write(
     *,
     path: Path,
     retry: RetryPolicy,
+    gate: WriterGate | None = None,
+    synchronous: str | None = None,
 ) -> T:
-    """Run `work` inside BEGIN IMMEDIATE ... COMMIT, retrying the whole of it while busy."""
-    return _run(conn, work, begin="BEGIN IMMEDIATE", path=path, retry=retry)
+    """Run `work` inside BEGIN IMMEDIATE ... COMMIT, retrying the whole of it while busy.
+
+    `synchronous` (FULL / NORMAL) is set on the connection just before BEGIN: it cannot
+    change inside a transaction.
+
+    With a gate, each attempt queues on it first (see gate.py) and lets go before any
+    back-off sleep, so a writer that waits for a foreign lock does not block our others.
+    """
+    if synchronous is not None:
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+    return _run(conn, work, begin="BEGIN IMMEDIATE", path=path, retry=retry, gate=gate)
 
 
 def run_read(
@@ -93,31 +105,50 @@ def _run(
     begin: str | None,
     path: Path,
     retry: RetryPolicy,
+    gate: WriterGate | None = None,
 ) -> T:
     started = retry.monotonic()
     delay = _FIRST_DELAY
     attempts = 0
     while True:
         attempts += 1
-        try:
-            if begin is None:
-                return work(conn)
-            conn.execute(begin)
+        if gate is not None:
             try:
-                result = work(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                # Also on cancellation of the calling thread's work: never leave a
-                # transaction (and its lock) open on the shared connection.
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
+                gate.acquire(
+                    until=started + retry.deadline, monotonic=retry.monotonic, sleep=retry.sleep
+                )
+            except GateTimeout:
+                waited = retry.monotonic() - started
+                raise BusBusyError(path=path, waited=waited, attempts=attempts) from None
+        try:
+            return _attempt(conn, work, begin)
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
                 raise
-            waited = retry.monotonic() - started
-            if waited + delay > retry.deadline:
-                raise BusBusyError(path=path, waited=waited, attempts=attempts) from exc
-            retry.sleep(delay * retry.jitter())
-            delay = min(delay * 2, _MAX_DELAY)
+            failure = exc
+        finally:
+            if gate is not None:
+                gate.release()
+        waited = retry.monotonic() - started
+        if waited + delay > retry.deadline:
+            raise BusBusyError(path=path, waited=waited, attempts=attempts) from failure
+        retry.sleep(delay * retry.jitter())
+        delay = min(delay * 2, _MAX_DELAY)
+
+
+def _attempt(
+    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], begin: str | None
+) -> T:
+    if begin is None:
+        return work(conn)
+    conn.execute(begin)
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        # Also on cancellation of the calling thread's work: never leave a transaction
+        # (and its lock) open on the shared connection.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result

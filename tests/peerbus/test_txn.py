@@ -133,3 +133,47 @@ def test_another_process_holding_the_lock_past_busy_timeout_never_crashes_us(
         assert ident == 2  # after the holder's row: it waited for the holder's commit
     finally:
         assert holder.wait(timeout=30) == 0
+
+
+def test_writers_queue_on_the_gate_and_a_stuck_holder_hits_the_deadline(tmp_path: Path) -> None:
+    path = tmp_path / "bus.sqlite"
+    holder = pb.connect_bus(path)
+    assert holder.gate is not None and holder.gate.path == tmp_path / "bus.sqlite.writers"
+    holder.gate.acquire(until=0, monotonic=lambda: 0, sleep=lambda s: None)
+    elapsed = [0.0]
+
+    def sleep(seconds: float) -> None:
+        elapsed[0] += seconds
+
+    retry = RetryPolicy(deadline=0.5, sleep=sleep, monotonic=lambda: elapsed[0])
+    waiter = pb.connect_bus(path, BusOptions(busy_timeout=0.01, lock_deadline=0.5), retry=retry)
+    try:
+        with pytest.raises(BusBusyError):
+            pb.submit(waiter, "a", "b", {"n": 1})
+        assert elapsed[0] >= 0.5  # waited on the gate, in short steps, up to the deadline
+        holder.gate.release()
+        assert pb.submit(waiter, "a", "b", {"n": 1}) == 1
+    finally:
+        pb.close_bus(waiter)
+        pb.close_bus(holder)
+
+
+def test_durable_submits_fsync_and_claims_do_not(sync_bus: BusFile) -> None:
+    statements: list[str] = []
+    sync_bus.conn.set_trace_callback(statements.append)
+    pb.submit(sync_bus, "a", "b", {"n": 1})
+    pb.ack(sync_bus, pb.claim_batch(sync_bus, "b"))
+    sync_bus.conn.set_trace_callback(None)
+    levels = [s.split("=")[1].strip() for s in statements if "PRAGMA synchronous" in s]
+    # The conftest bus is durable=False: nothing asks for FULL there.
+    assert set(levels) == {"NORMAL"}
+    durable = pb.connect_bus(sync_bus.path, BusOptions(durable=True))
+    try:
+        durable.conn.set_trace_callback(statements.append)
+        statements.clear()
+        pb.submit(durable, "a", "b", {"n": 2})
+        pb.ack(durable, pb.claim_batch(durable, "b"))
+        levels = [s.split("=")[1].strip() for s in statements if "PRAGMA synchronous" in s]
+        assert levels[0] == "FULL" and set(levels[1:]) == {"NORMAL"}
+    finally:
+        pb.close_bus(durable)
