@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from panels.cli import instances, role, run, transfer
+from panels.cli import instances, rehearse, role, run, transfer
 from panels.cli.bus import bus_app
 
 app = typer.Typer(
@@ -51,6 +51,7 @@ app.command()(transfer.export)
 app.command("import")(transfer.import_)
 app.command()(transfer.migrate)
 app.command()(run.run)
+app.command()(rehearse.rehearse)
 app.add_typer(bus_app, name="bus")
 
 

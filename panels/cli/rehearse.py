@@ -1,0 +1,177 @@
+"""`mnemara rehearse`: a solo session against a rehearsal script, for testing a role doc free.
+
+The real Claude Code CLI runs the turns, with the instance's role doc, window and permission
+policy, but its model service is the rehearsal model (runtime/rehearsal/) serving the script
+on loopback: no network, no key, no tokens spent. The CLI gets a throwaway HOME and a dummy
+key, and every switch that could send it to a real service (Bedrock, Vertex, an OAuth token)
+is cleared, so a rehearsal can never bill anyone.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from panels.cli.errors import EXIT_CODES, fail, reports_errors
+from panels.cli.instances import InstanceOpt
+
+if TYPE_CHECKING:
+    from runtime.driver import AgentDriver
+    from runtime.rehearsal import RehearsalServer, RequestRecord, Script
+
+REHEARSAL_KEY = "sk-ant-rehearsal"
+# Cleared in the CLI's environment (it inherits ours): each could route a turn elsewhere.
+CLEARED_VARS = (
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+)
+
+
+def rehearsal_env(base_url: str, cli_home: Path) -> dict[str, str]:
+    """The CLI environment for one panel of a rehearsal server (see the module docstring)."""
+    env = dict.fromkeys(CLEARED_VARS, "")
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": REHEARSAL_KEY,
+            "HOME": str(cli_home),
+            # Not cleared but pointed into the throwaway HOME: an empty value would make the
+            # CLI write its config into the working directory.
+            "CLAUDE_CONFIG_DIR": str(cli_home / ".claude"),
+        }
+    )
+    return env
+
+
+def pick_panel(script: Script, wanted: str | None, source: Path) -> str:
+    """The panel to rehearse: `wanted`, or the script's only panel."""
+    names = sorted(script.panels)
+    if wanted is not None:
+        if wanted not in script.panels:
+            raise fail(f"{source}: no panel {wanted!r}; it has: {', '.join(names) or '(none)'}", 2)
+        return wanted
+    if len(names) != 1:
+        listed = ", ".join(names) or "(none)"
+        raise fail(f"{source} has {len(names)} panels ({listed}); choose one with --panel", 2)
+    return names[0]
+
+
+def usage_line(records: Sequence[RequestRecord]) -> str:
+    """One line of summed usage over some requests, as the model service would bill them."""
+    from runtime.rehearsal import summarize
+
+    t = summarize(records)
+    return (
+        f"{t.requests} request(s): input {t.input_tokens}, cache write "
+        f"{t.cache_creation_input_tokens}, cache read {t.cache_read_input_tokens} "
+        f"({t.cache_read_share:.0%} of the prompt), output {t.output_tokens}, "
+        f"${t.cost_usd:.4f} at list price"
+    )
+
+
+@reports_errors
+def rehearse(
+    instance: InstanceOpt,
+    script: Annotated[
+        Path,
+        typer.Option(
+            "--script",
+            metavar="FILE",
+            help="Rehearsal script (TOML) saying what the model answers; see "
+            "examples/rehearsal/README.md.",
+        ),
+    ],
+    panel: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME", help="Which panel of the script answers; needed when it has several."
+        ),
+    ] = None,
+    prompt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--prompt",
+            metavar="TEXT",
+            help="Run this input as a turn, print the reply and exit (repeat for several "
+            "turns). Tool calls the policy would ask about are refused, as in a headless run.",
+        ),
+    ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Append one JSON line per model request (usage, cache) to this file.",
+        ),
+    ] = None,
+) -> None:
+    """Talk to an instance with the model replaced by a script: no network, no tokens.
+
+    Without --prompt: the line REPL of `mnemara run --no-tui`, then a usage summary.
+    """
+    import anyio
+
+    from runtime.home import InstancePaths
+    from runtime.rehearsal import load_script
+
+    InstancePaths.for_name(instance).require()
+    parsed = load_script(script)
+    chosen = pick_panel(parsed, panel, script)
+    failed = anyio.run(
+        lambda: _rehearse(instance, parsed, chosen, prompt or [], log), backend="trio"
+    )
+    if failed:
+        raise typer.Exit(EXIT_CODES["DriverError"])
+
+
+async def _rehearse(
+    instance: str, script: Script, panel: str, prompts: list[str], log: Path | None
+) -> int:
+    """Run the REPL or the given prompts; returns how many turns failed."""
+    from panels.repl.loop import run_solo_repl
+    from runtime.claude import ClaudeDriver
+    from runtime.rehearsal import open_rehearsal_server
+
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
+        async with open_rehearsal_server(script, log_path=log) as server:
+            driver = ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home)))
+            if prompts:
+                failed = await _run_prompts(instance, driver, server, panel, prompts)
+            else:
+                await run_solo_repl(instance, driver=driver)
+            typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
+    return failed
+
+
+async def _run_prompts(
+    instance: str, driver: AgentDriver, server: RehearsalServer, panel: str, prompts: list[str]
+) -> int:
+    """Each prompt as a turn, printed as the REPL prints it, with the turn's usage after it.
+
+    No asker: the session is headless, so a call the policy would ask about is refused.
+    """
+    from panels.repl.loop import run_turn
+    from panels.repl.terminal import Terminal
+    from runtime.errors import DriverError
+    from runtime.session import open_session
+
+    terminal = Terminal()
+    failed = 0
+    async with open_session(instance, driver=driver) as session:
+        for text in prompts:
+            seen = len(server.requests(panel))
+            terminal.write(f"you> {text}\n")
+            try:
+                await run_turn(session, terminal, text)
+            except DriverError as exc:
+                failed += 1
+                terminal.write(f"[error] {exc}\n")
+            terminal.write(f"[turn: {usage_line(server.requests(panel)[seen:])}]\n")
+    return failed
