@@ -1,0 +1,149 @@
+"""The bus tools a panel's model calls: `send_message`, `ack_message`, `list_inbox`.
+
+Registered into the panel's in-process tool server (the model sees `mcp__mnemara__<name>`).
+The sender of every message is the panel's name, set here by the host; nothing in the
+arguments can change it. The original README's discipline is built in:
+- `send_message(..., terminal=true)` is the last action of a turn: the host refuses every
+  tool call after it in the same turn, so the panel yields and waits for the reply;
+- `ack_message` answers a delivered message with an `ack`, a protocol-noise type that the
+  bus settles without a turn at the other end, and refuses to acknowledge an acknowledgement.
+Messages the panel is given are acked by the host when its turn is stored; the tools never
+settle a delivery themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from panels.host.delivery import HOST, OPERATOR
+from peerbus import PeerbusError
+from peerbus.render import strip_controls
+from runtime.driver import ToolOutput, ToolSpec
+
+if TYPE_CHECKING:
+    from panels.host.panel import PanelRunner
+
+Handler = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
+BROADCAST = "*"
+PREVIEW_CHARS = 160
+
+
+def bus_tools(runner: PanelRunner) -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            "send_message",
+            "Send a message to another panel (`to`: its name, or '*' for a broadcast). "
+            "Set terminal=true on the last send of your turn: it ends the turn.",
+            {
+                "type": "object",
+                "properties": {
+                    "to": {"type": "string"},
+                    "text": {"type": "string"},
+                    "topic": {"type": "string"},
+                    "terminal": {"type": "boolean"},
+                },
+                "required": ["to", "text"],
+            },
+            _send(runner),
+        ),
+        ToolSpec(
+            "ack_message",
+            "Acknowledge a message you were given (by id) to its sender, without starting a "
+            "turn there. Never acknowledge an acknowledgement.",
+            {
+                "type": "object",
+                "properties": {"id": {"type": "integer"}, "note": {"type": "string"}},
+                "required": ["id"],
+            },
+            _ack(runner),
+        ),
+        ToolSpec(
+            "list_inbox",
+            "List the messages waiting for you (not yet delivered), newest last.",
+            {"type": "object", "properties": {"limit": {"type": "integer"}}},
+            _list(runner),
+        ),
+    ]
+
+
+def _send(runner: PanelRunner) -> Handler:
+    async def send(args: dict[str, Any]) -> ToolOutput:
+        to, text = args.get("to"), args.get("text")
+        topic = args.get("topic")
+        if not isinstance(to, str) or not to.strip():
+            return ToolOutput("give `to`: a panel name, or '*' for everyone", is_error=True)
+        if not isinstance(text, str) or not text.strip():
+            return ToolOutput("give `text`: the message", is_error=True)
+        if to == runner.name:
+            return ToolOutput("that is you; send to another panel", is_error=True)
+        turn = runner.turn
+        recipient = None if to == BROADCAST else to
+        payload = {"type": "message", "text": text}
+        try:
+            ident = await runner.host.bus.submit(
+                runner.name, recipient, payload, topic=topic if isinstance(topic, str) else None
+            )
+        except PeerbusError as exc:
+            return ToolOutput(f"not sent: {exc}", is_error=True)
+        terminal = bool(args.get("terminal", False))
+        if turn is not None:
+            turn.sends += 1
+            turn.terminal = turn.terminal or terminal
+        runner.host.log.emit("send", runner.name, to=to, id=ident, topic=topic,
+                             terminal=terminal, text=text[:PREVIEW_CHARS])  # fmt: skip
+        said = f"Sent as message {ident} to {to}."
+        if recipient is not None and recipient not in runner.host.panels:
+            said += f" (No panel named {to!r} runs in this team; it waits on the bus.)"
+        if terminal:
+            said += " That was your terminal action: end your turn now; replies come later."
+        return ToolOutput(said)
+
+    return send
+
+
+def _ack(runner: PanelRunner) -> Handler:
+    async def ack(args: dict[str, Any]) -> ToolOutput:
+        ident = args.get("id")
+        if not isinstance(ident, int):
+            return ToolOutput("give `id`: the message's id", is_error=True)
+        message = runner.seen.get(ident)
+        if message is None:
+            return ToolOutput(f"message {ident} was not delivered to you", is_error=True)
+        silent = runner.host.bus.file.options.silent_types
+        if message.type in silent:
+            return ToolOutput(
+                f"message {ident} is itself an acknowledgement ({message.type}); "
+                "do not acknowledge acknowledgements",
+                is_error=True,
+            )
+        if message.sender in (OPERATOR, HOST):
+            return ToolOutput(f"message {ident} is from the {message.sender}; no ack needed")
+        note = args.get("note")
+        payload: dict[str, Any] = {"type": "ack", "ack_of": ident}
+        if isinstance(note, str) and note.strip():
+            payload["note"] = note
+        sent = await runner.host.bus.submit(runner.name, message.sender, payload)
+        runner.host.log.emit("ack_sent", runner.name, to=message.sender, ack_of=ident, id=sent)
+        return ToolOutput(f"Acknowledged message {ident} to {message.sender}.")
+
+    return ack
+
+
+def _list(runner: PanelRunner) -> Handler:
+    async def list_inbox(args: dict[str, Any]) -> ToolOutput:
+        limit = args.get("limit", 20)
+        limit = max(1, min(limit if isinstance(limit, int) else 20, 100))
+        pending = await runner.host.bus.inbox(
+            runner.name, senders=runner.spec.listens_to, limit=limit
+        )
+        if not pending:
+            return ToolOutput("Nothing is waiting.")
+        lines = [f"{len(pending)} waiting (delivered to you after this turn):"]
+        for p in pending:
+            body = " ".join(strip_controls(p.payload_json).split())[:PREVIEW_CHARS]
+            topic = f" topic={strip_controls(p.topic or '')[:60]!r}" if p.topic else ""
+            lines.append(f"- id={p.id} from={strip_controls(p.sender)!r}{topic} {p.state}: {body}")
+        return ToolOutput("\n".join(lines))
+
+    return list_inbox

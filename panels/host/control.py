@@ -1,0 +1,107 @@
+"""Applying viewers' commands: the control table's verbs, checked and carried out.
+
+`apply_command` is called by the host's control loop for each pending row, in id order, and
+returns (ok, outcome) for the row. It never raises for a bad command: an unknown panel, a
+missing argument or an answer to a question nobody asks is a failed command with a reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from panels.host.delivery import OPERATOR, operator_route
+from panels.hostdb import Command
+from peerbus import PeerbusError
+from runtime.policy.approver import Answer
+from runtime.sentinel import HaltRecord
+
+if TYPE_CHECKING:
+    from panels.host.host import Host
+
+_ANSWERS = {"yes": Answer.YES, "session": Answer.SESSION, "always": Answer.ALWAYS}
+
+
+def operator_halt(reason: str, by: str) -> HaltRecord:
+    return HaltRecord(
+        source="sentinel",
+        rule=f"{by}_halt",
+        message=reason or f"halted by the {by}",
+        turn=0,
+        at=datetime.now(UTC),
+    )
+
+
+async def apply_command(host: Host, cmd: Command) -> tuple[bool, str]:
+    verb, args = cmd.verb, cmd.args
+    if verb == "shutdown":
+        host.request_stop()
+        return True, "stopping"
+    if verb in ("approve", "deny"):
+        return _answer(host, cmd)
+    if cmd.panel is None or cmd.panel not in host.services.panels:
+        return False, f"no panel {cmd.panel!r} in team {host.team.name}"
+    runner = host.services.panels[cmd.panel]
+    if verb == "input":
+        text = args.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return False, "input needs text"
+        try:
+            ident = await host.services.bus.submit(
+                OPERATOR, operator_route(runner.name), {"type": "input", "text": text}
+            )
+        except PeerbusError as exc:
+            return False, str(exc)
+        return True, f"queued as message {ident}"
+    if verb == "pause":
+        runner.pause(str(args.get("reason", "")))
+        return True, "paused (after the turn in flight, if any)"
+    if verb == "resume":
+        runner.resume()
+        return True, "resumed"
+    if verb == "halt":
+        runner.halt_now(operator_halt(str(args.get("reason", "")), "operator"), by="operator")
+        return True, "halted"
+    if verb == "model":
+        model = args.get("model")
+        if not isinstance(model, str) or not model:
+            return False, "model needs a model id"
+        runner.set_model(model)
+        return True, f"model is {model} from the next turn"
+    if verb == "tokens":
+        return await _tokens(host, cmd)
+    if verb == "inbox":
+        runner.set_inbox(bool(args.get("on", True)))
+        return True, f"inbox {'on' if runner.inbox_on else 'off'}"
+    return False, f"unknown verb {verb!r}"
+
+
+def _answer(host: Host, cmd: Command) -> tuple[bool, str]:
+    approvals = host.services.approvals
+    request = cmd.args.get("request")
+    if request is None:
+        open_ids = approvals.pending(cmd.panel)
+        if len(open_ids) != 1:
+            return False, f"{len(open_ids)} open questions; name one with --request"
+        request = open_ids[0]
+    if not isinstance(request, int):
+        return False, "request must be a number"
+    if cmd.verb == "deny":
+        answer = Answer.NO
+    else:
+        answer = _ANSWERS.get(str(cmd.args.get("answer", "yes")), Answer.YES)
+    if not approvals.answer(request, answer):
+        return False, f"no open question {request} (answered, timed out or never asked)"
+    return True, f"request {request}: {answer.value}"
+
+
+async def _tokens(host: Host, cmd: Command) -> tuple[bool, str]:
+    runner = host.services.panels[str(cmd.panel)]
+    value = cmd.args.get("max_window_tokens")
+    if not isinstance(value, int) or value < 1_000:
+        return False, "tokens needs max_window_tokens >= 1000"
+    if runner.session is None:
+        return False, "the panel is not running"
+    runner.session.config = runner.session.config.model_copy(update={"max_window_tokens": value})
+    host.services.log.emit("tokens", runner.name, max_window_tokens=value)
+    return True, f"max_window_tokens is {value}"

@@ -1,0 +1,84 @@
+"""What a turn is fed: operator input first, then peer messages as fenced data. Pure.
+
+Operator input reaches a panel as bus messages from `operator` addressed to the panel's
+operator route, `<panel>@operator`: a route of its own, so the host claims it before the
+peer inbox (operator input goes first) and also while the peer inbox is switched off. The
+operator's words are the turn's input; peer messages follow, rendered by the bus helper as
+untrusted data. Messages addressed to an earlier epoch of the panel are flagged in their
+header by the bus and named again in a note, so they are weighed, not silently applied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from panels.team import BatchSettings
+from peerbus import Message, render_batch
+
+OPERATOR = "operator"
+HOST = "host"
+OPERATOR_SUFFIX = "@operator"
+
+PEER_ONLY_INSTRUCTION = (
+    "New messages from your peers are above. Act on them as your role says. Reply only when "
+    "the reply carries new content (never acknowledge an acknowledgement), and make a send "
+    "the last action of your turn."
+)
+
+
+def operator_route(panel: str) -> str:
+    """The bus recipient that carries operator input to `panel`."""
+    return f"{panel}{OPERATOR_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_messages: int
+    max_tokens: int
+
+
+def claim_limits(batch: BatchSettings) -> Limits:
+    """`enabled = false` is the original's `peer_poll_batch = false`: one message a turn."""
+    return Limits(batch.max_messages if batch.enabled else 1, batch.max_tokens)
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    text: str
+    consumed_ids: tuple[int, ...]
+    stale_ids: tuple[int, ...]
+    senders: tuple[str, ...]
+
+
+def operator_text(message: Message) -> str:
+    text = message.payload.get("text")
+    if isinstance(text, str):
+        return text
+    return json.dumps(message.payload, ensure_ascii=False, sort_keys=True)
+
+
+def stale_note(ids: Sequence[int]) -> str:
+    listed = ", ".join(str(i) for i in ids)
+    return (
+        f"Note from the host: message(s) {listed} were addressed to this panel before it "
+        "restarted (stale_epoch). Check that they still apply before acting on them."
+    )
+
+
+def compose_turn(operator: Sequence[Message], peers: Sequence[Message]) -> TurnInput | None:
+    """The input of one turn, or None when there is nothing to deliver."""
+    if not operator and not peers:
+        return None
+    parts = [operator_text(m) for m in sorted(operator, key=lambda m: m.id)]
+    stale = tuple(m.id for m in peers if m.stale_epoch)
+    if peers:
+        parts.append(render_batch(peers))
+        if stale:
+            parts.append(stale_note(stale))
+        if not operator:
+            parts.append(PEER_ONLY_INSTRUCTION)
+    ids = tuple(sorted(m.id for m in (*operator, *peers)))
+    senders = tuple(sorted({m.sender for m in (*operator, *peers)}))
+    return TurnInput("\n\n".join(parts), ids, stale, senders)

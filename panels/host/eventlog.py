@@ -1,0 +1,109 @@
+"""The host's event log writer: panels emit events without waiting; one task writes them.
+
+`emit` never blocks and never touches SQLite: it coalesces text deltas (coalesce.py) and
+queues the rest. `serve` flushes the queue every `interval` seconds in one transaction,
+writes the panels' status rows when they changed, and prunes old events now and then.
+Listeners (the demo's narrator, tests) get each written event in order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from panels.host.coalesce import Coalescer
+from panels.hostdb import Event, HostDb, NewEvent, PanelRow
+
+Listener = Callable[[Event], None]
+StatusSource = Callable[[], list[PanelRow]]
+
+
+class EventLog:
+    def __init__(
+        self,
+        db: HostDb,
+        *,
+        interval: float = 0.1,
+        keep_events: int = 50_000,
+        keep_commands: int = 5_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.interval = interval
+        self.keep_events = keep_events
+        self.keep_commands = keep_commands
+        self.clock = clock
+        self._coalescer = Coalescer()
+        self._queue: list[NewEvent] = []
+        self._listeners: list[Listener] = []
+        self._status: StatusSource | None = None
+        self._last_status: list[PanelRow] = []
+        self._flushed = anyio.Event()
+        self._written = 0
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def track_status(self, source: StatusSource) -> None:
+        self._status = source
+
+    def emit(self, kind: str, panel: str | None = None, **data: Any) -> None:
+        now = self.clock()
+        self._queue.extend(self._coalescer.event(NewEvent(kind, panel, data, ts=now)))
+
+    def text(self, panel: str, piece: str) -> None:
+        self._queue.extend(self._coalescer.text(panel, piece, self.clock()))
+
+    async def flush(self) -> None:
+        """Write what is queued (and the status rows if they changed) now."""
+        now = self.clock()
+        self._queue.extend(self._coalescer.due(now))
+        batch, self._queue = self._queue, []
+        if batch:
+            ids = await self.db.append(batch)
+            for ident, event in zip(ids, batch, strict=True):
+                written = Event(ident, event.ts, event.panel, event.kind, event.data)
+                for listener in self._listeners:
+                    listener(written)
+            self._written += len(batch)
+        if self._status is not None:
+            rows = self._status()
+            if _changed(rows, self._last_status):
+                await self.db.upsert_panels(rows)
+                self._last_status = rows
+        if self._written >= 1_000:
+            self._written = 0
+            await self.db.prune(keep_events=self.keep_events, keep_commands=self.keep_commands)
+        flushed, self._flushed = self._flushed, anyio.Event()
+        flushed.set()
+
+    async def flushed(self) -> None:
+        """Wait for the next flush to finish (tests and shutdown)."""
+        await self._flushed.wait()
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        try:
+            while True:
+                await anyio.sleep(self.interval)
+                if self._queue or self._status is not None:
+                    await self.flush()
+        finally:
+            # Whatever is left goes out, drained of coalesced text; bounded, as the host stops.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                self._queue.extend(self._coalescer.drain(self.clock()))
+                await self.flush()
+
+
+def _changed(rows: list[PanelRow], before: list[PanelRow]) -> bool:
+    def key(r: PanelRow) -> tuple[Any, ...]:
+        return (r.name, r.state, r.detail, r.turns, r.input_tokens, r.output_tokens, r.usd,
+                r.epoch, r.inbox, r.model)  # fmt: skip
+
+    return [key(r) for r in rows] != [key(r) for r in before]

@@ -1,0 +1,241 @@
+"""The host: runs a team's panels on trio, with its event log, control loop and watchdog.
+
+`Host(team).serve()` owns everything for its lifetime: host.sqlite, the bus, the rehearsal
+server (when the team file names a script), the event writer, the bus watcher, one
+supervised task per panel, the control loop and the digest service. It reports readiness
+once every panel has started (or failed its first start). `request_stop()` (SIGINT,
+SIGTERM, `mnemara down`) stops it cleanly: no new claims, turns in flight get `grace`
+seconds to finish and are then cancelled, every claim is settled, open questions are
+answered no, the log is flushed. Nothing is left claimed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio
+import anyio.abc
+
+from panels.host.asker import Approvals
+from panels.host.bustools import bus_tools
+from panels.host.control import apply_command, operator_halt
+from panels.host.digests import DigestService
+from panels.host.drivers import claude_drivers
+from panels.host.eventlog import EventLog
+from panels.host.panel import PanelRunner
+from panels.host.restart import RestartPolicy
+from panels.host.services import DriverFactory, HostServices
+from panels.host.supervisor import supervise
+from panels.host.teambudget import team_over_budget
+from panels.host.wakeup import BusWatch, Wakeup
+from panels.hostdb import HostDb, open_hostdb
+from panels.team import TeamSpec
+from panels.watchdog import ActionRefusedError, DigestSettings, watchdog_tools
+from peerbus import Bus, open_bus
+from runtime.sentinel import HaltRecord
+
+
+class Host:
+    def __init__(
+        self,
+        team: TeamSpec,
+        *,
+        drivers: DriverFactory | None = None,
+        home: object = None,
+        policy: RestartPolicy | None = None,
+        grace: float = 20.0,
+        digest: DigestSettings | None = None,
+        bus_poll: float = 0.01,
+    ) -> None:
+        self.team = team
+        self._drivers = drivers
+        self._home = home
+        self.policy = policy or RestartPolicy()
+        self.grace = grace
+        self.digest_settings = digest
+        self.bus_poll = bus_poll
+        self._stop = anyio.Event()
+        self._control_poke = Wakeup()
+        self.services: HostServices
+        self.db: HostDb
+        self.digests: DigestService
+        self.rehearsal: object | None = None
+
+    # -- the life of the host ----------------------------------------------------------------
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[Host] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        async with AsyncExitStack() as stack:
+            self.team.state_dir.mkdir(parents=True, exist_ok=True)
+            self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
+            bus = await stack.enter_async_context(
+                open_bus(self.team.bus_path, poll_interval=self.bus_poll,
+                         backstop_interval=max(0.25, self.bus_poll))
+            )  # fmt: skip
+            async with anyio.create_task_group() as services_tg:
+                drivers = await self._start_drivers(services_tg)
+                self._build(bus, drivers)
+                await services_tg.start(self.services.log.serve)
+                await services_tg.start(self.services.watch.serve)
+                await self._record_start()
+                async with anyio.create_task_group() as panels_tg:
+                    for runner in self.services.panels.values():
+                        await panels_tg.start(supervise, runner, self._tools(runner), self.policy)
+                    self.services.log.emit("host_ready", panels=list(self.services.panels))
+                    await services_tg.start(self._control_loop)
+                    await services_tg.start(self.digests.serve)
+                    task_status.started(self)
+                    await self._stop.wait()
+                    await self._drain(panels_tg)
+                self.services.log.emit("host_stopped")
+                services_tg.cancel_scope.cancel()
+
+    async def _start_drivers(self, tg: anyio.abc.TaskGroup) -> DriverFactory:
+        if self._drivers is not None:
+            return self._drivers
+        if self.team.rehearsal is None:
+            return claude_drivers()
+        from runtime.rehearsal import RehearsalServer, load_script
+
+        server = RehearsalServer(load_script(self.team.rehearsal))
+        self.rehearsal = server
+        url = await tg.start(server.serve)
+        return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir)
+
+    def _build(self, bus: Bus, drivers: DriverFactory) -> None:
+        log = EventLog(self.db)
+        self.services = HostServices(
+            team=self.team,
+            bus=bus,
+            log=log,
+            approvals=Approvals(),
+            watch=BusWatch(bus),
+            drivers=drivers,
+            slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
+            home=self._home if isinstance(self._home, type(self.team.state_dir)) else None,
+            team_check=self.team_check,
+        )
+        for spec in self.team.panels:
+            self.services.panels[spec.name] = PanelRunner(spec, self.services)
+        log.track_status(lambda: [r.status_row() for r in self.services.panels.values()])
+        self.digests = DigestService(self.services, settings=self.digest_settings)
+
+    def _tools(self, runner: PanelRunner) -> list:  # type: ignore[type-arg]
+        tools = bus_tools(runner)
+        if runner.spec.is_watchdog:
+            tools += watchdog_tools(self, runner.name)
+        return tools
+
+    async def _record_start(self) -> None:
+        import os
+
+        await self.db.set_meta({"team": self.team.name, "pid": str(os.getpid()),
+                                "bus": str(self.team.bus_path), "started": str(time.time()),
+                                "source": str(self.team.source or "")})  # fmt: skip
+        self.services.log.emit("host_started", team=self.team.name, bus=str(self.team.bus_path),
+                               pid=os.getpid())  # fmt: skip
+
+    async def _drain(self, panels_tg: anyio.abc.TaskGroup) -> None:
+        """Stop claiming; give turns in flight `grace` seconds; then stop them and settle."""
+        runners = list(self.services.panels.values())
+        self.services.log.emit("host_stopping", grace=self.grace)
+        for runner in runners:
+            runner.stopping = True
+            runner.wakeup.set()
+        self.services.approvals.deny_all()
+        with anyio.move_on_after(self.grace):
+            await self._turns_ended(runners)
+        for runner in runners:
+            runner.stop_turn()
+        # Each stopped turn settles (shielded, bounded) before its life returns; a panel
+        # still waiting out a restart delay is woken by its flag.
+        with anyio.move_on_after(30):
+            await self._turns_ended(runners)
+        panels_tg.cancel_scope.cancel()
+
+    async def _turns_ended(self, runners: list[PanelRunner]) -> None:
+        while True:
+            ended = self.services.turn_ended.event
+            if all(r.turn is None for r in runners):
+                return
+            await ended.wait()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- control ---------------------------------------------------------------------------
+
+    def poke(self) -> None:
+        """Look at the control table now (a command was written on this connection)."""
+        self._control_poke.set()
+
+    async def _control_loop(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        while True:
+            poke = self._control_poke.event
+            for cmd in await self.db.pending_commands():
+                ok, outcome = await apply_command(self, cmd)
+                await self.db.finish_command(cmd.id, ok=ok, outcome=outcome)
+                self.services.log.emit("command", cmd.panel, id=cmd.id, verb=cmd.verb,
+                                       args=cmd.args, ok=ok, outcome=outcome)  # fmt: skip
+            async with anyio.create_task_group() as tg:
+
+                async def on_poke(poke: anyio.Event = poke) -> None:
+                    await poke.wait()
+                    tg.cancel_scope.cancel()
+
+                async def on_change() -> None:
+                    await self.db.wait_for_change(5.0)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(on_poke)
+                tg.start_soon(on_change)
+
+    async def watchdog_action(self, actor: str, verb: str, target: str, text: str) -> str:
+        panels = self.services.panels
+        if target not in panels:
+            raise ActionRefusedError(f"no panel {target!r}; the team has {', '.join(panels)}")
+        if target == actor:
+            raise ActionRefusedError("a watchdog does not act on itself")
+        runner = panels[target]
+        if verb == "halt":
+            runner.halt_now(operator_halt(text, "watchdog"), by=actor)
+            outcome = f"{target} is halted; its inbox is kept"
+        elif verb == "pause":
+            runner.pause(text)
+            outcome = f"{target} is paused"
+        elif verb == "resume":
+            runner.resume()
+            outcome = f"{target} is resumed"
+        elif verb == "nudge":
+            ident = await self.services.bus.submit(actor, target, {"type": "nudge", "text": text})
+            outcome = f"nudge sent to {target} as message {ident}"
+        else:
+            raise ActionRefusedError(f"unknown action {verb!r}")
+        self.services.log.emit("watchdog_action", target, actor=actor, verb=verb, text=text,
+                               outcome=outcome)  # fmt: skip
+        return outcome
+
+    def team_check(self) -> HaltRecord | None:
+        return team_over_budget(self.team.budget, list(self.services.panels.values()))
+
+
+@asynccontextmanager
+async def open_host(team: TeamSpec, **options: object) -> AsyncIterator[Host]:
+    """Run a host for the block (tests, the demo, benchmarks); stopped cleanly at the end."""
+    host = Host(team, **options)  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        await tg.start(host.serve)
+        try:
+            yield host
+        finally:
+            host.request_stop()

@@ -1,0 +1,95 @@
+"""Getting a panel's instance ready: create it on first start, apply the team's overrides.
+
+An instance the team names and that does not exist yet is created (config with the team's
+role doc and model, an empty turn store). An existing instance keeps its files; the team's
+model, role doc and policy entries apply to this host's run only, in memory, and are never
+written into the instance's config.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from panels.host.asker import HostAsker
+from panels.team import PanelSpec, TeamSpec
+from runtime.config import DEFAULT_MODEL, InstanceConfig, ToolPolicy, load_config, save_config
+from runtime.home import InstancePaths
+from runtime.policy.approver import PolicyApprover
+from runtime.policy.context import real
+from runtime.policy.setup import build_approver
+from runtime.roledoc import RoleDocSource
+from runtime.store import TurnStore
+
+if TYPE_CHECKING:
+    from panels.host.panel import PanelRunner
+    from runtime.session import Session
+
+
+@dataclass(frozen=True)
+class Prepared:
+    paths: InstancePaths
+    config: InstanceConfig
+    approver: PolicyApprover
+    role: Path | None
+    created: bool
+
+    def apply(self, session: Session) -> None:
+        """Put the team's overrides on an open session (not saved)."""
+        session.config = self.config
+        if self.role is not None:
+            session.role = RoleDocSource(self.role)
+
+
+def ensure_instance(spec: PanelSpec, home: Path | None = None) -> tuple[InstancePaths, bool]:
+    """The panel's instance, created when missing; returns (paths, created)."""
+    paths = InstancePaths.for_name(spec.instance, home)
+    if paths.config.is_file():
+        return paths, False
+    paths.root.mkdir(parents=True, exist_ok=True)
+    config = InstanceConfig(
+        role_doc_path=str(spec.role) if spec.role else "",
+        model=spec.model or DEFAULT_MODEL,
+        display_name=spec.name,
+    )
+    save_config(paths.config, config)
+    TurnStore.open(paths.turns).close()
+    return paths, True
+
+
+def merge_policy(
+    base: tuple[ToolPolicy, ...], overrides: tuple[ToolPolicy, ...]
+) -> tuple[ToolPolicy, ...]:
+    """The instance's tool entries with the team's entries replacing those of the same tool."""
+    replaced = {o.tool for o in overrides}
+    return (*(p for p in base if p.tool not in replaced), *overrides)
+
+
+def overridden(config: InstanceConfig, spec: PanelSpec) -> InstanceConfig:
+    changes: dict[str, object] = {}
+    if spec.model:
+        changes["model"] = spec.model
+    if spec.role is not None:
+        changes["role_doc_path"] = str(spec.role)
+    if spec.policy:
+        changes["allowed_tools"] = merge_policy(config.allowed_tools, spec.policy)
+    return config.model_copy(update=changes) if changes else config
+
+
+def prepare_panel(
+    spec: PanelSpec, team: TeamSpec, runner: PanelRunner, *, home: Path | None = None
+) -> Prepared:
+    """Blocking (files): run it in a worker thread."""
+    paths, created = ensure_instance(spec, home)
+    config = overridden(load_config(paths.config), spec)
+    team.workdir.mkdir(parents=True, exist_ok=True)
+    asker = HostAsker(
+        spec.name, runner.host.approvals, runner.host.log,
+        timeout=team.approval_timeout, on_state=runner.signal,
+    )  # fmt: skip
+    approver = build_approver(paths, config, cwd=team.workdir, asker=asker)
+    # The team's working directory is where its panels work: a root for the file tools.
+    context = approver.context
+    approver.context = replace(context, roots=(*context.roots, real(team.workdir)))
+    return Prepared(paths, config, approver, spec.role, created)

@@ -1,0 +1,142 @@
+"""One life of a panel: open its session, register on the bus, then claim and run turns.
+
+A life ends by returning (the host is stopping) or by raising (the supervisor records the
+failure and asks the restart policy). Each life registers the panel again, which bumps its
+epoch and gives back at once what the previous life held leased; messages addressed to the
+previous epoch then arrive flagged as stale.
+
+The loop, while the panel may run: take a turn slot, claim operator input (its own route,
+so it goes first and passes a closed inbox), then the peer inbox if it is on; skip what the
+turn store already consumed (a redelivery after a crash: acked, not run again); run the
+turn; settle. With nothing to do it waits for its wake-up flag, set by the bus watcher and
+by control verbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+
+import anyio
+import anyio.abc
+
+from panels.host.delivery import claim_limits, compose_turn, operator_route
+from panels.host.instances import prepare_panel
+from panels.host.panel import PanelRunner
+from panels.host.states import PanelState
+from panels.host.turn import run_turn
+from peerbus import Claim
+from runtime.driver import Approver, Decision, ToolCallRequest, ToolSpec
+from runtime.session import Session, open_session
+
+OPERATOR_BATCH = 10
+
+
+class GuardedApprover:
+    """The host's guard (halt, terminal send, budget, sentinel) before the panel's policy."""
+
+    def __init__(self, inner: Approver, runner: PanelRunner) -> None:
+        self.inner = inner
+        self.runner = runner
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        refusal = self.runner.gate(call)
+        if refusal is not None:
+            return Decision(allow=False, message=refusal)
+        return await self.inner.decide(call)
+
+
+async def live(
+    runner: PanelRunner,
+    tools: Sequence[ToolSpec],
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    host, spec = runner.host, runner.spec
+    runner.set_state(PanelState.STARTING)
+    prepared = await anyio.to_thread.run_sync(
+        lambda: prepare_panel(spec, host.team, runner, home=host.home)
+    )
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(
+            open_session(
+                spec.instance,
+                driver=host.drivers(spec),
+                approver=GuardedApprover(prepared.approver, runner),
+                home=host.home,
+                cwd=host.team.workdir,
+                tools=tools,
+            )
+        )
+        prepared.apply(session)
+        runner.session = session
+        runner.model = session.config.model
+        runner.epoch = await host.bus.register(spec.name, senders=spec.listens_to)
+        await host.bus.register(operator_route(spec.name), senders=())
+        host.log.emit("panel_started", spec.name, epoch=runner.epoch, instance=spec.instance,
+                      model=runner.model, created=prepared.created)  # fmt: skip
+        runner.set_state(runner.resting_state())
+        task_status.started()
+        try:
+            await _loop(runner, session)
+        finally:
+            runner.session = None
+
+
+async def _loop(runner: PanelRunner, session: Session) -> None:
+    host = runner.host
+    # A watchdog must be able to act while the workers hold every slot: it has its own.
+    slots = anyio.CapacityLimiter(1) if runner.spec.is_watchdog else host.slots
+    while not runner.stopping:
+        wake = runner.wakeup.event
+        if runner.blocked():
+            if not runner.in_turn:
+                runner.set_state(runner.resting_state(), runner.detail)
+            await wake.wait()
+            continue
+        async with slots:
+            ran = await _claim_and_run(runner, session)
+        if not ran:
+            with anyio.move_on_after(host.idle_recheck):
+                await wake.wait()
+
+
+async def _claim_and_run(runner: PanelRunner, session: Session) -> bool:
+    """Claim and run one turn; False when there was nothing to deliver."""
+    host, spec = runner.host, runner.spec
+    limits = claim_limits(spec.batch)
+    operator = await host.bus.claim(
+        operator_route(spec.name),
+        senders=(),
+        max_messages=OPERATOR_BATCH,
+        max_tokens=limits.max_tokens,
+        lease=host.lease,
+    )
+    claims: list[Claim] = [operator]
+    if runner.inbox_on:
+        peers = await host.bus.claim(
+            spec.name,
+            senders=spec.listens_to,
+            max_messages=limits.max_messages,
+            max_tokens=limits.max_tokens,
+            lease=host.lease,
+        )
+        claims.append(peers)
+    claims = [c for c in claims if c.messages]
+    if not claims:
+        return False
+    consumed = await session.store.consumed_ids()
+    already = {i for c in claims for i in c.ids if i in consumed}
+    if already:
+        # Redelivered after a crash between the turn's commit and its ack: processed once.
+        for claim in claims:
+            await host.bus.ack(claim, only=already)
+        host.log.emit("redelivery_skipped", spec.name, ids=sorted(already))
+    op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
+    from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
+    from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
+    turn_input = compose_turn(from_operator, from_peers)
+    if turn_input is None:
+        return True
+    await run_turn(runner, session, claims, turn_input)
+    return True

@@ -1,0 +1,72 @@
+"""What every panel of a host shares: the team, the bus, the log, the slots, the drivers.
+
+One `HostServices` is built by the host and handed to each `PanelRunner`; nothing here is
+global. `TurnContext` is the state of one running turn that the bus tools and the guard read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from panels.host.asker import Approvals
+from panels.host.eventlog import EventLog
+from panels.host.wakeup import BusWatch, Wakeup
+from panels.team import PanelSpec, TeamSpec
+from peerbus import Bus, Message
+from runtime.driver import AgentDriver, ToolSpec
+from runtime.sentinel import HaltRecord
+
+if TYPE_CHECKING:
+    from panels.host.panel import PanelRunner
+
+DriverFactory = Callable[[PanelSpec], AgentDriver]
+
+
+class ToolsFactory(Protocol):
+    """Extra in-process tools for a panel (the watchdog's), given its runner."""
+
+    def __call__(self, runner: PanelRunner) -> Sequence[ToolSpec]: ...
+
+
+@dataclass
+class HostServices:
+    team: TeamSpec
+    bus: Bus
+    log: EventLog
+    approvals: Approvals
+    watch: BusWatch
+    drivers: DriverFactory
+    slots: anyio.CapacityLimiter
+    home: Path | None = None
+    clock: Callable[[], float] = time.monotonic
+    panels: dict[str, PanelRunner] = field(default_factory=dict)
+    extra_tools: ToolsFactory | None = None
+    team_check: Callable[[], HaltRecord | None] = lambda: None
+    # Seconds a claimed batch stays leased to the panel (a turn longer than this is fine:
+    # only this panel claims its route, and a restart releases its leases at once).
+    lease: float = 900.0
+    idle_recheck: float = 30.0
+    turn_ended: Wakeup = field(default_factory=Wakeup)
+
+
+@dataclass
+class TurnContext:
+    """One running turn, as the bus tools and the guard see it."""
+
+    number: int
+    delivered: dict[int, Message]
+    started_at: float
+    terminal: bool = False
+    sends: int = 0
+    tool_calls: int = 0
+    mutations: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+    call_names: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name

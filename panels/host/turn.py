@@ -1,0 +1,158 @@
+"""One delivered turn: run it, log what streams, then settle the claims against the store.
+
+Settling is the rule that makes delivery exactly-once in effect: after the turn, however it
+ended (finished, failed, halted, cancelled by shutdown), the ids the turn store recorded as
+consumed are acked and the others are given back. A turn that committed (even one stopped
+half way: its rows are kept, marked) has consumed its messages; a turn that failed before
+committing has not, and its messages come again. The settle is shielded and bounded, so a
+cancelled host still settles; a host killed before it settles leaves the leases, which the
+next start releases, and the stored ids stop a second turn on the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+
+import anyio
+
+from panels.host.delivery import TurnInput
+from panels.host.panel import PanelRunner
+from panels.host.services import TurnContext
+from panels.watchdog.slope import TurnSpend
+from peerbus import Claim
+from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
+from runtime.errors import DriverError
+from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
+
+SETTLE_TIMEOUT = 15.0
+PREVIEW = 400
+
+
+def preview(value: object, limit: int = PREVIEW) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+async def run_turn(
+    runner: PanelRunner, session: Session, claims: list[Claim], turn_input: TurnInput
+) -> None:
+    """Run one turn on `turn_input`; raise the driver's error after settling, if any."""
+    host, log = runner.host, runner.host.log
+    delivered = {m.id: m for c in claims for m in c.messages}
+    runner.remember(list(delivered.values()))
+    turn = TurnContext(runner.turns + 1, delivered, host.clock())
+    runner.turn = turn
+    runner.budget.begin_turn(turn.number)
+    runner.sentinel.begin_turn(turn.number)
+    log.emit("delivery", runner.name, ids=list(turn_input.consumed_ids),
+             senders=list(turn_input.senders), turn=turn.number)  # fmt: skip
+    if turn_input.stale_ids:
+        log.emit("stale_delivery", runner.name, ids=list(turn_input.stale_ids))
+    runner.set_state(runner.state, "")
+    runner.signal("turn_started")
+    log.emit("turn_started", runner.name, turn=turn.number, input=preview(turn_input.text))
+    error: DriverError | None = None
+    outcome = "stopped"
+    scope = anyio.CancelScope()
+    runner.turn_scope = scope
+    try:
+        with scope:
+            try:
+                events = session.turn(turn_input.text, consumed_ids=turn_input.consumed_ids)
+                async with aclosing(events) as stream:
+                    async for event in stream:
+                        observe(runner, turn, event)
+                outcome = "done"
+            except DriverError as exc:
+                error, outcome = exc, "failed"
+    finally:
+        runner.turn_scope = None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
+            await settle(runner, session, claims)
+        finish(runner, turn, outcome, error)
+    if error is not None:
+        raise error
+
+
+def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
+    log, name = runner.host.log, runner.name
+    if isinstance(event, TextDelta):
+        log.text(name, event.text)
+        runner.signal("text")
+    elif isinstance(event, Thinking):
+        runner.signal("thinking")
+    elif isinstance(event, ToolCall):
+        turn.tool_calls += 1
+        turn.call_names[event.id] = event.name
+        runner.recent_calls.append(
+            (runner.host.clock(), f"{event.name} {preview(event.input, 80)}")
+        )
+        log.emit("tool_call", name, id=event.id, tool=event.name, input=preview(event.input))
+        runner.signal("tool_call")
+    elif isinstance(event, ToolResult):
+        runner.sentinel.observe_result(event.tool_use_id, is_error=event.is_error)
+        log.emit("tool_result", name, id=event.tool_use_id, error=event.is_error,
+                 content=preview(event.content))  # fmt: skip
+        if not event.is_error and _mutating(runner, turn, event.tool_use_id):
+            turn.mutations += 1
+        runner.signal("tool_result")
+    elif isinstance(event, Usage):
+        runner.budget.record(usage=event)
+        turn.input_tokens += event.prompt_tokens
+        turn.output_tokens += event.output_tokens
+    elif isinstance(event, Cost):
+        runner.budget.record(cost=event)
+        turn.usd = max(turn.usd, event.usd)
+    elif isinstance(event, RoleWarning):
+        log.emit("warning", name, message=event.message)
+    elif isinstance(event, Trimmed):
+        log.emit("trimmed", name, evicted=list(event.evicted), forced=list(event.forced))
+    elif isinstance(event, TurnCommitted):
+        log.emit("turn_committed", name, user_row=event.user_row_id, rows=list(event.row_ids))
+
+
+def _mutating(runner: PanelRunner, turn: TurnContext, tool_use_id: str) -> bool:
+    return turn.call_names.get(tool_use_id, "") in runner.spec.sentinel.mutating_tools
+
+
+async def settle(runner: PanelRunner, session: Session, claims: list[Claim]) -> None:
+    """Ack what the store says was consumed; give the rest back at once."""
+    bus = runner.host.bus
+    consumed = await session.store.consumed_ids()
+    acked: list[int] = []
+    released: list[int] = []
+    for claim in claims:
+        done = [i for i in claim.ids if i in consumed]
+        rest = [i for i in claim.ids if i not in consumed]
+        if done:
+            acked += (await bus.ack(claim, only=done)).settled
+        if rest:
+            released += (await bus.nack(claim, only=rest)).settled
+    runner.host.log.emit("settled", runner.name, acked=acked, released=released)
+
+
+def finish(runner: PanelRunner, turn: TurnContext, outcome: str, error: DriverError | None) -> None:
+    runner.turn = None
+    runner.host.turn_ended.set()
+    runner.turns += 1
+    runner.budget.end_turn()
+    progress = turn.mutations > 0 or turn.sends > 0
+    spend = TurnSpend(turn.input_tokens + turn.output_tokens, turn.usd, turn.tool_calls, progress)
+    runner.host.log.emit(
+        "turn_ended",
+        runner.name,
+        turn=turn.number,
+        outcome=outcome,
+        error=str(error) if error else None,
+        tool_calls=turn.tool_calls,
+        input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens,
+        usd=round(turn.usd, 6),
+    )
+    if outcome == "done":
+        runner.end_of_turn_checks(spend)
+    else:
+        runner.history.append(spend)
+    runner.set_state(runner.resting_state(), runner.detail if runner.halt else "")

@@ -1,0 +1,55 @@
+"""host.sqlite: the team's event log, control table and panel status (see schema.py).
+
+Sync SQL functions over a `sqlite3.Connection` (events, control, status), usable from
+viewers and tests without an event loop; `open_hostdb` gives the host's async wrapper.
+"""
+
+from panels.hostdb.control import (
+    VERBS,
+    Command,
+    finish_command,
+    get_command,
+    pending_commands,
+    prune_commands,
+    submit_command,
+)
+from panels.hostdb.db import HostDb, open_hostdb
+from panels.hostdb.events import (
+    Event,
+    NewEvent,
+    append_events,
+    last_event_id,
+    last_events,
+    prune_events,
+    read_events,
+)
+from panels.hostdb.schema import SCHEMA_VERSION, HostDbError, connect, data_version
+from panels.hostdb.status import PanelRow, get_meta, read_panels, set_meta, upsert_panels
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "VERBS",
+    "Command",
+    "Event",
+    "HostDb",
+    "HostDbError",
+    "NewEvent",
+    "PanelRow",
+    "append_events",
+    "connect",
+    "data_version",
+    "finish_command",
+    "get_command",
+    "get_meta",
+    "last_event_id",
+    "last_events",
+    "open_hostdb",
+    "pending_commands",
+    "prune_commands",
+    "prune_events",
+    "read_events",
+    "read_panels",
+    "set_meta",
+    "submit_command",
+    "upsert_panels",
+]

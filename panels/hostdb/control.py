@@ -1,0 +1,117 @@
+"""The control table: commands from viewers to the host, and the outcome the host records.
+
+A viewer inserts a `pending` row; the host reads pending rows in id order, applies each and
+marks it `done` or `failed` with an outcome text. A command still pending when the host
+stops is applied when it starts again. Finished commands are pruned like events.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from panels.hostdb.schema import write
+
+VERBS = (
+    "input",  # operator input: args.text
+    "approve",  # args.request (approval request id)
+    "deny",  # args.request
+    "pause",
+    "resume",
+    "halt",  # args.reason
+    "model",  # args.model: swap the panel's model
+    "tokens",  # args.max_window_tokens
+    "inbox",  # args.on: true / false
+    "shutdown",
+)
+
+CommandState = Literal["pending", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class Command:
+    id: int
+    ts: float
+    panel: str | None
+    verb: str
+    args: dict[str, Any]
+    state: CommandState
+    outcome: str | None
+
+
+def submit_command(
+    conn: sqlite3.Connection,
+    verb: str,
+    *,
+    panel: str | None = None,
+    args: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> int:
+    """Queue a command for the host; returns its id."""
+    if verb not in VERBS:
+        raise ValueError(f"unknown command {verb!r}; one of {', '.join(VERBS)}")
+    payload = json.dumps(args or {}, sort_keys=True)
+    ts = time.time() if now is None else now
+    return write(
+        conn,
+        lambda c: int(
+            c.execute(
+                "INSERT INTO commands (ts, panel, verb, args) VALUES (?, ?, ?, ?)",
+                (ts, panel, verb, payload),
+            ).lastrowid
+            or 0
+        ),
+    )
+
+
+def _command(row: tuple[Any, ...]) -> Command:
+    args = json.loads(row[4]) if row[4] else {}
+    return Command(int(row[0]), float(row[1]), row[2], str(row[3]), args, row[5], row[6])
+
+
+_COLUMNS = "id, ts, panel, verb, args, state, outcome"
+
+
+def pending_commands(conn: sqlite3.Connection, *, limit: int = 100) -> list[Command]:
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM commands WHERE state = 'pending' ORDER BY id LIMIT ?", (limit,)
+    )
+    return [_command(r) for r in rows]
+
+
+def get_command(conn: sqlite3.Connection, command_id: int) -> Command | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM commands WHERE id = ?", (command_id,)).fetchone()
+    return None if row is None else _command(row)
+
+
+def finish_command(
+    conn: sqlite3.Connection, command_id: int, *, ok: bool, outcome: str, now: float | None = None
+) -> None:
+    ts = time.time() if now is None else now
+    write(
+        conn,
+        lambda c: c.execute(
+            "UPDATE commands SET state = ?, outcome = ?, done_ts = ? WHERE id = ?",
+            ("done" if ok else "failed", outcome, ts, command_id),
+        ),
+    )
+
+
+def prune_commands(conn: sqlite3.Connection, *, keep: int) -> int:
+    """Delete finished commands beyond the newest `keep`; pending ones always stay."""
+
+    def work(c: sqlite3.Connection) -> int:
+        row = c.execute(
+            "SELECT id FROM commands WHERE state != 'pending' ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (keep,),
+        ).fetchone()
+        if row is None:
+            return 0
+        return c.execute(
+            "DELETE FROM commands WHERE state != 'pending' AND id <= ?", (int(row[0]),)
+        ).rowcount
+
+    return write(conn, work)

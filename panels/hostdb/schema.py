@@ -1,0 +1,127 @@
+"""`host.sqlite`: the event log (host -> viewers), control table (viewers -> host), panel status.
+
+One file per team, next to its bus. WAL, so viewers (`mnemara logs -f`, `ps`, the dashboard)
+read beside the host's writes; every write is `BEGIN IMMEDIATE`, so two writers queue on
+the lock instead of failing half way. The host notices rows written by other processes
+through `PRAGMA data_version` (it changes only for other connections' commits).
+
+    events    id AUTOINCREMENT (never reused, so a tail's cursor stays valid after pruning),
+              ts, panel (NULL: the host itself), kind, data (JSON object)
+    commands  id AUTOINCREMENT, ts, panel, verb, args (JSON), state pending|done|failed,
+              outcome (text), done_ts
+    panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
+              updated_ts: the latest status of each panel, rewritten in place (for `ps`)
+    meta      key PK, value: the host's pid, team, start time
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+
+_DDL = (
+    """CREATE TABLE IF NOT EXISTS events (
+           id INTEGER PRIMARY KEY AUTOINCREMENT,
+           ts REAL NOT NULL,
+           panel TEXT,
+           kind TEXT NOT NULL,
+           data TEXT NOT NULL DEFAULT '{}')""",
+    "CREATE INDEX IF NOT EXISTS events_by_panel ON events (panel, id)",
+    """CREATE TABLE IF NOT EXISTS commands (
+           id INTEGER PRIMARY KEY AUTOINCREMENT,
+           ts REAL NOT NULL,
+           panel TEXT,
+           verb TEXT NOT NULL,
+           args TEXT NOT NULL DEFAULT '{}',
+           state TEXT NOT NULL DEFAULT 'pending',
+           outcome TEXT,
+           done_ts REAL)""",
+    "CREATE INDEX IF NOT EXISTS commands_pending ON commands (id) WHERE state = 'pending'",
+    """CREATE TABLE IF NOT EXISTS panels (
+           name TEXT PRIMARY KEY,
+           kind TEXT NOT NULL,
+           state TEXT NOT NULL,
+           detail TEXT NOT NULL DEFAULT '',
+           turns INTEGER NOT NULL DEFAULT 0,
+           input_tokens INTEGER NOT NULL DEFAULT 0,
+           output_tokens INTEGER NOT NULL DEFAULT 0,
+           usd REAL NOT NULL DEFAULT 0,
+           epoch INTEGER NOT NULL DEFAULT 0,
+           inbox INTEGER NOT NULL DEFAULT 1,
+           model TEXT NOT NULL DEFAULT '',
+           updated_ts REAL NOT NULL)""",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+
+class HostDbError(Exception):
+    """Raised when host.sqlite is from a newer mnemara or is not a usable database."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def connect(path: Path, *, busy_timeout: float = 5.0, create: bool = True) -> sqlite3.Connection:
+    """Open (and, with `create`, make or migrate) the host database at `path`."""
+    if not create and not path.is_file():
+        raise HostDbError("no host database here; has the team been started (`mnemara up`)?",
+                          path=path)  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
+    )
+    try:
+        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise HostDbError(
+                f"schema version {version} is newer than this mnemara knows ({SCHEMA_VERSION}); "
+                "upgrade mnemara",
+                path=path,
+            )
+        if version < SCHEMA_VERSION:
+            write(conn, _migrate)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise HostDbError(f"not a usable SQLite database ({exc})", path=path) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    for statement in _DDL:
+        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def write(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run `work` in one BEGIN IMMEDIATE transaction."""
+    with _immediate(conn):
+        return work(conn)
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """Changes when another connection commits to the file (never for our own commits)."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])

@@ -1,0 +1,142 @@
+"""The host's pure cores: restart policy, state machine, coalescing, turn input, slope, digest."""
+
+from __future__ import annotations
+
+import pytest
+
+from panels.host.coalesce import Coalescer
+from panels.host.delivery import PEER_ONLY_INSTRUCTION, claim_limits, compose_turn
+from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
+from panels.host.states import PanelState, next_state
+from panels.hostdb import NewEvent
+from panels.team import BatchSettings
+from panels.watchdog import (
+    Activity,
+    DigestSettings,
+    SlopeSettings,
+    TurnSpend,
+    budget_slope,
+    build_digest,
+    digest_key,
+)
+from peerbus import Message
+
+POLICY = RestartPolicy(base_delay=1, factor=2, max_delay=5, max_failures=3, window=100,
+                       healthy_after=50)  # fmt: skip
+
+
+def fail(at: float, ran_for: float = 1.0) -> Failure:
+    return Failure(at, ran_for, "boom")
+
+
+def test_back_off_doubles_and_is_capped() -> None:
+    assert decide(POLICY, [fail(0)], 0) == Restart(1, 1)
+    assert decide(POLICY, [fail(0), fail(2)], 2) == Restart(2, 2)
+    assert decide(POLICY, [fail(0), fail(2), fail(5)], 5) == Restart(4, 3)
+
+
+def test_gives_up_after_too_many_failures_in_the_window() -> None:
+    verdict = decide(POLICY, [fail(0), fail(2), fail(5), fail(10)], 10)
+    assert isinstance(verdict, GiveUp) and "4 times" in verdict.reason
+    # The same count spread beyond the window is not a reason to give up.
+    assert isinstance(decide(POLICY, [fail(0), fail(200), fail(400), fail(600)], 600), Restart)
+
+
+def test_a_healthy_life_resets_the_streak() -> None:
+    assert decide(POLICY, [fail(0), fail(2), fail(80, ran_for=60)], 80) == Restart(0.0, 1)
+    assert decide(POLICY, [fail(0), fail(80, ran_for=60), fail(82)], 82) == Restart(2, 2)
+
+
+def test_the_policy_checks_its_numbers() -> None:
+    with pytest.raises(ValueError):
+        RestartPolicy(base_delay=10, max_delay=1)
+    with pytest.raises(ValueError):
+        decide(POLICY, [], 0)
+
+
+def test_stream_signals_move_the_state_but_not_out_of_a_stop() -> None:
+    state = PanelState.IDLE
+    for signal, expected in [("turn_started", "thinking"), ("tool_call", "tool"),
+                             ("approval_request", "approval"), ("approval_answer", "tool"),
+                             ("tool_result", "thinking"), ("turn_ended", "idle")]:  # fmt: skip
+        state = next_state(state, signal)
+        assert state == expected
+    assert next_state(PanelState.HALTED, "tool_call") is PanelState.HALTED
+    assert next_state(PanelState.IDLE, "nonsense") is PanelState.IDLE
+
+
+def test_text_deltas_coalesce_and_keep_order_with_other_events() -> None:
+    c = Coalescer(max_chars=10, max_age=1.0)
+    assert c.text("a", "hel", 0.0) == [] and c.text("a", "lo ", 0.1) == []
+    out = c.event(NewEvent("tool_call", "a", {"tool": "Bash"}, ts=0.2))
+    assert [(e.kind, e.data) for e in out] == [
+        ("text", {"text": "hello "}),
+        ("tool_call", {"tool": "Bash"}),
+    ]
+    assert c.text("b", "0123456789", 0.3)[0].data == {"text": "0123456789"}  # full: flushed now
+    c.text("a", "x", 1.0)
+    assert c.due(1.5) == [] and [e.data for e in c.due(2.0)] == [{"text": "x"}]
+    c.text("a", "y", 3.0)
+    assert [e.data for e in c.drain(3.0)] == [{"text": "y"}]
+
+
+def msg(ident: int, sender: str, text: str = "x", *, stale: bool = False) -> Message:
+    return Message(ident, sender, "p", None, {"type": "message", "text": text}, "t",
+                   recipient_epoch=1 if stale else None, stale_epoch=stale)  # fmt: skip
+
+
+def test_operator_input_goes_first_and_peers_are_fenced() -> None:
+    turn = compose_turn([msg(9, "operator", "do the thing")], [msg(3, "eng", "done")])
+    assert turn is not None
+    assert turn.text.startswith("do the thing\n\nMessages from other panels")
+    assert 'from="eng"' in turn.text and "<<<payload" in turn.text
+    assert PEER_ONLY_INSTRUCTION not in turn.text
+    assert turn.consumed_ids == (3, 9) and turn.senders == ("eng", "operator")
+    assert compose_turn([], []) is None
+
+
+def test_stale_epoch_messages_are_flagged_twice() -> None:
+    turn = compose_turn([], [msg(4, "eng", stale=True), msg(5, "eng")])
+    assert turn is not None and turn.stale_ids == (4,)
+    assert "stale_epoch=true" in turn.text and "message(s) 4 were addressed" in turn.text
+    assert turn.text.endswith(PEER_ONLY_INSTRUCTION)
+
+
+def test_batch_off_is_one_message_a_turn() -> None:
+    assert claim_limits(BatchSettings(enabled=False)).max_messages == 1
+    assert claim_limits(BatchSettings(max_messages=7)).max_messages == 7
+
+
+def spend(tokens: int, *, calls: int = 3, progress: bool = False) -> TurnSpend:
+    return TurnSpend(tokens, 0.0, calls, progress)
+
+
+def test_slope_fires_on_rising_spend_without_progress() -> None:
+    settings = SlopeSettings(turns=3, growth=1.5)
+    assert budget_slope([spend(100), spend(160), spend(250)], settings) is not None
+    assert budget_slope([spend(100), spend(160)], settings) is None
+    assert budget_slope([spend(100), spend(160, progress=True), spend(250)], settings) is None
+    assert budget_slope([spend(100), spend(120), spend(250)], settings) is None  # slow growth
+    assert budget_slope([spend(100), spend(160, calls=0), spend(250)], settings) is None
+
+
+def activity(name: str, **kw: object) -> Activity:
+    base = dict(kind="worker", state="idle", turns=1, tokens=10, usd=0.0, turn_calls=0,
+                turn_seconds=0.0, recent_calls=(), halt=None)  # fmt: skip
+    base.update(kw)
+    return Activity(name=name, **base)  # type: ignore[arg-type]
+
+
+def test_digest_alerts_on_runaways_and_halts() -> None:
+    settings = DigestSettings(runaway_calls=5, long_turn_seconds=60)
+    panels = [
+        activity("eng", state="tool", turn_calls=6, turn_seconds=12, recent_calls=("Bash a",)),
+        activity("prod", state="halted", halt="[SENTINEL HALT] repeat: ..."),
+        activity("slow", state="thinking", turn_calls=1, turn_seconds=90),
+    ]
+    digest = build_digest(panels, settings)
+    assert digest["type"] == "digest"
+    assert [a.split(":")[0] for a in digest["alerts"]] == ["runaway", "halted", "long turn"]
+    assert digest["panels"][0]["recent_tool_calls"] == ["Bash a"]
+    moved = [activity("eng", state="tool", turn_calls=6, turn_seconds=99), *panels[1:]]
+    assert digest_key(moved) == digest_key(panels)  # ages alone are no news
