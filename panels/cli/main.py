@@ -12,6 +12,7 @@ import typer
 
 from panels.cli import instances, rehearse, role, run, transfer
 from panels.cli.bus import bus_app
+from panels.cli.host import host_commands
 
 app = typer.Typer(
     name="mnemara",
@@ -53,8 +54,14 @@ app.command()(transfer.migrate)
 app.command()(run.run)
 app.command()(rehearse.rehearse)
 app.add_typer(bus_app, name="bus")
+for _name, _command in host_commands:
+    app.command(_name)(_command)
 
 
 def run_cli() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":  # `python -m panels.cli.main`: how a detached host is started
+    run_cli()

@@ -50,4 +50,5 @@ class Coalescer:
 
     def _flush(self, panel: str | None, now: float) -> NewEvent:
         pending = self._text.pop(panel)
-        return NewEvent("text", panel, {"text": "".join(pending.parts)}, ts=pending.since)
+        # Stamped when it goes out, so the log's times never run backwards.
+        return NewEvent("text", panel, {"text": "".join(pending.parts)}, ts=max(now, pending.since))

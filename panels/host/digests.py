@@ -31,7 +31,7 @@ def activity(runner: PanelRunner, now: float, tokens_per_minute: float = 0.0) ->
         turn_calls=turn.tool_calls if turn else 0,
         turn_seconds=now - turn.started_at if turn else 0.0,
         recent_calls=tuple(text for _, text in runner.recent_calls),
-        halt=runner.halt.notice() if runner.halt else None,
+        halt=runner.halt_detail() or None,
         tokens_per_minute=tokens_per_minute,
     )
 
@@ -46,7 +46,7 @@ class DigestService:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.services = services
-        self.settings = settings or DigestSettings()
+        self.settings = settings or DigestSettings(runaway_calls=services.team.runaway_tool_calls)
         self.interval = interval if interval is not None else services.team.digest_interval
         self.clock = clock or services.clock
         self._last_key: dict[str, tuple[object, ...]] = {}
@@ -65,6 +65,14 @@ class DigestService:
             rate = (tokens - before) * 60.0 / (now - then) if now > then else 0.0
             out.append(activity(runner, now, rate))
         return out
+
+    def due(self) -> bool:
+        """A watchdog would get a digest at the next interval."""
+        return any(
+            digest_key(self.snapshot(dog.name)) != self._last_key.get(dog.name)
+            for dog in self.services.panels.values()
+            if dog.spec.is_watchdog
+        )
 
     async def send_due(self) -> int:
         """Send a digest to each watchdog whose view changed; returns how many went."""

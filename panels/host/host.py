@@ -57,6 +57,7 @@ class Host:
         self.digest_settings = digest
         self.bus_poll = bus_poll
         self._stop = anyio.Event()
+        self._stopped = anyio.Event()
         self._control_poke = Wakeup()
         self.services: HostServices
         self.db: HostDb
@@ -92,6 +93,7 @@ class Host:
                     await self._drain(panels_tg)
                 self.services.log.emit("host_stopped")
                 services_tg.cancel_scope.cancel()
+        self._stopped.set()
 
     async def _start_drivers(self, tg: anyio.abc.TaskGroup) -> DriverFactory:
         if self._drivers is not None:
@@ -166,6 +168,10 @@ class Host:
     def request_stop(self) -> None:
         self._stop.set()
 
+    async def stopped(self) -> None:
+        """Wait until the host has stopped and settled everything."""
+        await self._stopped.wait()
+
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
@@ -224,6 +230,25 @@ class Host:
         self.services.log.emit("watchdog_action", target, actor=actor, verb=verb, text=text,
                                outcome=outcome)  # fmt: skip
         return outcome
+
+    async def quiet(self) -> bool:
+        """No turn running, nothing waiting for a panel that may run, no digest due."""
+        from panels.host.delivery import operator_route
+
+        runners = list(self.services.panels.values())
+        if any(r.in_turn for r in runners):
+            return False
+        bus = self.services.bus
+        for runner in runners:
+            if runner.halt is not None or runner.paused or runner.stopping:
+                continue
+            if await bus.inbox(operator_route(runner.name), senders=(), limit=1):
+                return False
+            if runner.inbox_on and await bus.inbox(
+                runner.name, senders=runner.spec.listens_to, limit=1
+            ):
+                return False
+        return not self.digests.due()
 
     def team_check(self) -> HaltRecord | None:
         return team_over_budget(self.team.budget, list(self.services.panels.values()))

@@ -43,6 +43,7 @@ class PanelRunner:
         self.paused = spec.paused
         self.inbox_on = True
         self.halt: HaltRecord | None = None
+        self.halted_by = ""
         self.epoch = 0
         self.model = spec.model or ""
         self.budget = BudgetTracker(spec.budget)
@@ -157,8 +158,16 @@ class PanelRunner:
                 self.session.debug.write("halt", record.rule, **record.as_dict())
         if self.turn_scope is not None:
             self.turn_scope.cancel()
-        self.set_state(self.resting_state(), record.notice())
+        self.halted_by = by
+        self.set_state(self.resting_state(), self.halt_detail())
         self.wakeup.set()
+
+    def halt_detail(self) -> str:
+        if self.halt is None:
+            return ""
+        if self.halted_by == "host":
+            return self.halt.notice()
+        return f"halted by {self.halted_by}: {self.halt.message}"
 
     def pause(self, reason: str = "") -> None:
         self.paused = True

@@ -155,4 +155,4 @@ def finish(runner: PanelRunner, turn: TurnContext, outcome: str, error: DriverEr
         runner.end_of_turn_checks(spend)
     else:
         runner.history.append(spend)
-    runner.set_state(runner.resting_state(), runner.detail if runner.halt else "")
+    runner.set_state(runner.resting_state(), runner.halt_detail())

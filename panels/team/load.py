@@ -70,6 +70,7 @@ class TeamSpec:
     max_concurrent_turns: int
     digest_interval: float
     approval_timeout: float
+    runaway_tool_calls: int
     budget: TeamBudget
     panels: tuple[PanelSpec, ...]
 
@@ -155,6 +156,7 @@ def build_spec(
         max_concurrent_turns=team.max_concurrent_turns,
         digest_interval=team.digest_interval_seconds,
         approval_timeout=team.approval_timeout_seconds,
+        runaway_tool_calls=team.runaway_tool_calls,
         budget=team.budget,
         panels=tuple(_panel(p, base) for p in model.panels),
     )

@@ -82,6 +82,8 @@ class TeamSection(_Model):
     max_concurrent_turns: int = Field(default=2, ge=1, le=64)
     digest_interval_seconds: float = Field(default=30.0, gt=0)
     approval_timeout_seconds: float = Field(default=300.0, gt=0)
+    # The digest calls a turn with this many tool calls a runaway (an alert for the watchdog).
+    runaway_tool_calls: int = Field(default=8, ge=2)
     budget: TeamBudget = Field(default_factory=TeamBudget)
 
 

@@ -73,6 +73,13 @@ def build_digest(panels: Sequence[Activity], settings: DigestSettings) -> dict[s
     }
 
 
+BUSY = frozenset({"thinking", "tool", "approval"})
+
+
 def digest_key(panels: Sequence[Activity]) -> tuple[Any, ...]:
-    """What must differ for a new digest to be worth a watchdog turn."""
-    return tuple((p.name, p.state, p.turns, p.turn_calls, p.halt) for p in panels)
+    """What must differ for a new digest to be worth a watchdog turn: not ages or rates, and
+    not a panel moving between thinking and running a tool."""
+    return tuple(
+        (p.name, "busy" if p.state in BUSY else p.state, p.turns, p.turn_calls, p.halt)
+        for p in panels
+    )
