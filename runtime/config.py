@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.errors import ConfigError
+from runtime.limits_config import LimitsConfig
 
 ToolMode = Literal["allow", "ask", "deny"]
 
@@ -118,6 +119,8 @@ class InstanceConfig(BaseModel):
     # mnemara's own additions.
     tool_result_max_chars: int = Field(default=4_000, ge=200)
     window_low_water: float = Field(default=0.75, gt=0.1, le=1.0)
+    # The sentinel's thresholds (switched on by `runtime_sentinel`) and the hard budgets.
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @field_validator("peer_poll_silent_types", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ MnemaraError                      root of everything the runtime raises on purpo
 ├── RoleDocError                  a role doc given on purpose (`role --set`) cannot be used
 ├── FetchError                    `role --set-from-url` refused or failed
 ├── PolicyError                   permissions.json or a policy pattern is unusable (fail closed)
+├── PanelHaltedError              a halted panel (sentinel or budget) was asked for a turn
 ├── RehearsalError                the rehearsal model cannot serve (runtime/rehearsal/errors.py)
 └── DriverError                   a turn could not be run by the model driver
     ├── CredentialsError          no API key, login or base URL the CLI can use
@@ -26,6 +27,10 @@ CLI maps the classes to exit codes (see panels/cli/errors.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtime.sentinel import HaltRecord
 
 
 class MnemaraError(Exception):
@@ -111,6 +116,18 @@ class PolicyError(MnemaraError):
         super().__init__(f"{where}: {message}")
         self.path = path
         self.field = field
+
+
+class PanelHaltedError(MnemaraError):
+    """Raised by a turn asked of a halted panel; the input was not stored or sent.
+
+    `record` is the halt record that stopped the panel; `Session.resume()` lifts the halt.
+    """
+
+    def __init__(self, message: str, *, panel: str, record: HaltRecord):
+        super().__init__(message)
+        self.panel = panel
+        self.record = record
 
 
 class DriverError(MnemaraError):

@@ -2,6 +2,8 @@
 
 Counts say whether they are exact (from the usage the model service reported) or estimated,
 because the two can differ by tens of percent and an operator trimming a window must know.
+The session's spend and its last halt come from the store's meta keys `spend` and `halt`
+(written by the session, runtime/halts.py), so `mnemara show` sees them from another process.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from typing import Any
 
 from runtime.config import InstanceConfig
 from runtime.rows import Row, Slot, estimate_tokens, text_of
+
+# The meta keys a summary reads; readers fetch exactly these from the store.
+SUMMARY_META_KEYS = ("last_usage", "forced_pinned_evictions", "spend", "halt")
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class WindowSummary:
     interrupted_rows: int
     forced_pinned_evictions: int
     last_usage: dict[str, Any] | None
+    spend: dict[str, Any] | None = None
+    halt: dict[str, Any] | None = None
 
     @property
     def source(self) -> str:
@@ -36,10 +43,18 @@ class WindowSummary:
         return "estimated" if self.exact_tokens == 0 else "partly estimated"
 
 
+def _json_meta(meta: dict[str, str], key: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(meta[key]) if meta.get(key) else None
+    except json.JSONDecodeError:
+        return None  # a damaged meta value is not worth failing `show` over
+    return value if isinstance(value, dict) else None
+
+
 def summarize(
     rows: Sequence[Row], slots: Sequence[Slot], config: InstanceConfig, meta: dict[str, str]
 ) -> WindowSummary:
-    last_usage = json.loads(meta["last_usage"]) if meta.get("last_usage") else None
+    last_usage = _json_meta(meta, "last_usage")
     return WindowSummary(
         rows=len(rows),
         max_rows=config.max_window_turns,
@@ -52,6 +67,8 @@ def summarize(
         interrupted_rows=sum(1 for r in rows if r.status == "interrupted"),
         forced_pinned_evictions=int(meta.get("forced_pinned_evictions") or 0),
         last_usage=last_usage,
+        spend=_json_meta(meta, "spend"),
+        halt=_json_meta(meta, "halt"),
     )
 
 
@@ -98,4 +115,32 @@ def format_summary(s: WindowSummary) -> str:
             f"{u.get('output_tokens', 0)} output"
             + (f", ${cost:.4f}" if isinstance(cost, int | float) else "")
         )
+    if s.spend:
+        lines.append(format_spend(s.spend))
+    if s.halt:
+        lines.append(format_halt(s.halt))
     return "\n".join(lines)
+
+
+def format_spend(spend: dict[str, Any]) -> str:
+    """One line: what the session has spent, as the model service reported it, and its limits."""
+    usd = spend.get("usd", 0.0)
+    line = (
+        f"spend this session: {spend.get('turns', 0)} turns, {spend.get('requests', 0)} "
+        f"requests, {spend.get('input_tokens', 0)} input tokens, "
+        f"{spend.get('output_tokens', 0)} output tokens, "
+        + (f"${usd:.4f}" if isinstance(usd, int | float) else "$?")
+    )
+    limits = spend.get("limits") or {}
+    if isinstance(limits, dict) and limits:
+        line += " (limits: " + ", ".join(f"{k}={v}" for k, v in sorted(limits.items())) + ")"
+    return line
+
+
+def format_halt(halt: dict[str, Any]) -> str:
+    """One line naming the halt that stopped the panel and what lifts it."""
+    tag = "[SENTINEL HALT]" if halt.get("source") == "sentinel" else "[BUDGET HALT]"
+    return (
+        f"halted: {tag} {halt.get('rule', '?')}: {halt.get('message', '')} "
+        f"(turn {halt.get('turn', '?')}, {halt.get('at', '?')}); resume the panel to go on"
+    )

@@ -6,7 +6,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from runtime.config import InstanceConfig
-from runtime.inspect import WindowSummary, describe_row, format_summary, summarize
+from runtime.inspect import (
+    SUMMARY_META_KEYS,
+    WindowSummary,
+    describe_row,
+    format_summary,
+    summarize,
+)
 from runtime.rows import Row, Slot
 from runtime.store import TurnStore
 
@@ -38,7 +44,7 @@ class WindowView:
 def describe_window(store: TurnStore, config: InstanceConfig, last: int = 0) -> WindowView:
     rows = store.rows()
     slots = store.slots()
-    meta = {k: v for k in ("last_usage", "forced_pinned_evictions") if (v := store.get_meta(k))}
+    meta = {k: v for k in SUMMARY_META_KEYS if (v := store.get_meta(k))}
     summary = summarize(rows, slots, config, meta)
     shown = rows[-last:] if last > 0 else rows
     return WindowView(shown, slots, summary)

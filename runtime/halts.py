@@ -1,0 +1,79 @@
+"""Halt records: where the reason a panel stopped is written, and how a session reports it.
+
+A halt record (runtime.sentinel.HaltRecord: rule, message, turn, time, the calls with their
+row ids, the figures of a budget) is written twice:
+
+- to `debug.log` as one line of kind "halt" (event `sentinel_halt` / `budget_halt`; shadow-
+  mode records as `sentinel_halt_shadow`), the append-only history of every halt;
+- to the store's meta key `halt` (JSON), the panel's current halt, which `mnemara show` and
+  `inspect_context` print from any process. Resuming sets it to "" (no current halt).
+
+The session's spend (turns, requests, tokens, dollars, limits) goes to the meta key `spend`
+after every turn, and the last turn's reported usage to `last_usage`, for the same readers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.debuglog import DebugLog
+from runtime.driver import Usage
+from runtime.sentinel import HaltRecord
+from runtime.store import AsyncTurnStore
+
+HALT_META = "halt"
+SPEND_META = "spend"
+
+
+@dataclass(frozen=True)
+class Halted:
+    """Session event: this turn ended the panel's run; `record` says why."""
+
+    record: HaltRecord
+
+
+def halt_fields(record: HaltRecord, user_row_id: int | None) -> dict[str, Any]:
+    return {**record.as_dict(), "user_row_id": user_row_id}
+
+
+async def record_halt(
+    store: AsyncTurnStore, debug: DebugLog, record: HaltRecord, *, user_row_id: int | None
+) -> None:
+    fields = halt_fields(record, user_row_id)
+    debug.write("halt", f"{record.source}_halt", **fields)
+    await store.set_meta(HALT_META, json.dumps(fields, sort_keys=True, default=str))
+
+
+def log_shadow(debug: DebugLog, record: HaltRecord) -> None:
+    """What shadow mode would have halted: logged, nothing stopped, no current halt set."""
+    debug.write("halt", f"{record.source}_halt_shadow", **record.as_dict())
+
+
+async def clear_halt(store: AsyncTurnStore, debug: DebugLog, record: HaltRecord | None) -> None:
+    await store.set_meta(HALT_META, "")
+    debug.write("info", "panel_resumed", rule=record.rule if record else None)
+
+
+async def save_spend(store: AsyncTurnStore, spend: dict[str, Any]) -> None:
+    await store.set_meta(SPEND_META, json.dumps(spend, sort_keys=True))
+
+
+async def save_usage(store: AsyncTurnStore, usage: Usage, cost_usd: float | None) -> None:
+    """The usage the model service reported for the last turn (`last_usage`)."""
+    fields = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cost_usd": cost_usd,
+    }
+    await store.set_meta("last_usage", json.dumps(fields, sort_keys=True))
+
+
+def halted_message(panel: str, record: HaltRecord) -> str:
+    return (
+        f"panel {panel} is halted: {record.notice()} (turn {record.turn}). Your input was not "
+        "sent; resume the panel to go on, then send it again."
+    )

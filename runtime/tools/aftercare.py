@@ -1,0 +1,79 @@
+"""Window care around a turn: post-turn auto-eviction and read compression, trimming, and the
+one-time bulk eviction that recovers from a prompt-too-long answer.
+
+Post-turn care runs after a turn is committed and before the window is trimmed (DESIGN.md
+section 4), so the trim sees the slimmer rows. Only trimming deletes rows, and never the row
+of a turn in flight or (short of the hard token cap) a protected one; see runtime/window.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from runtime import window_ops
+from runtime.config import InstanceConfig
+from runtime.debuglog import DebugLog
+from runtime.evict import strip_bulk, written_paths
+from runtime.rows import Block, estimate_tokens
+from runtime.store import AsyncTurnStore
+from runtime.tools.compress_reads import compress_reads
+from runtime.window import RowStat, TrimPlan, WindowCaps, plan_trim
+
+
+async def after_turn(
+    store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog, turn_blocks: Sequence[Block]
+) -> None:
+    if config.auto_evict_after_write and written_paths(turn_blocks):
+        # The same plan as evict_write_pairs over the whole window: the turn's own write
+        # bodies and every earlier Read of the files it wrote collapse to their audit shells.
+        plan = window_ops.plan_strip_write_pairs(await store.rows())
+        if not plan.empty:
+            await window_ops.apply_plan(store, plan)
+            debug.write("eviction", "auto_evict_after_write", rows=sorted(plan.rewrite))
+    if config.compress_repeated_reads:
+        rewritten = await compress_reads(store)
+        if rewritten:
+            debug.write("eviction", "compress_repeated_reads", rows=rewritten)
+
+
+async def evict_bulk(store: AsyncTurnStore) -> int:
+    """Strip thinking, tool bodies and results from every unprotected row; rows changed."""
+    changed = 0
+    for row in await store.rows():
+        if row.pinned or row.status == "in_flight":
+            continue
+        slim = strip_bulk(row.blocks)
+        if slim != row.blocks:
+            await store.replace_blocks(row.id, slim, estimate_tokens(json.dumps(slim)))
+            changed += 1
+    return changed
+
+
+async def trim_window(
+    store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
+) -> TrimPlan | None:
+    """Trim the window to its caps (in steps, runtime/window.py); the plan when rows went."""
+    caps = WindowCaps(
+        max_rows=config.max_window_turns,
+        max_tokens=config.max_window_tokens,
+        row_slack=config.row_cap_slack_when_token_headroom,
+        low_water=config.window_low_water,
+        protect_compressed=config.preserve_compressed_reads,
+    )
+    plan = plan_trim([RowStat.of(r) for r in await store.rows()], caps)
+    if not plan.needed:
+        return None
+    await store.delete_rows(plan.evict_ids)
+    if plan.forced_ids:
+        forced = int(await store.get_meta("forced_pinned_evictions") or 0)
+        await store.set_meta("forced_pinned_evictions", str(forced + len(plan.forced_ids)))
+    debug.write(
+        "eviction",
+        "window_trim",
+        evicted=list(plan.evict_ids),
+        forced_pinned=list(plan.forced_ids),
+        rows_after=plan.rows_after,
+        tokens_after=plan.tokens_after,
+    )
+    return plan

@@ -1,0 +1,161 @@
+"""The agent's durable notes: `write_memory`, `propose_role_amendment` and `log_choice`.
+
+Each writes a file that outlives the rolling window and never changes anything that steers
+the agent: a role amendment is a proposal under `role_proposals/` for the operator to read,
+not an edit of the role doc. `log_choice` appends one JSON line to `<instance>/choices.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from runtime.driver import ToolOutput, ToolSpec
+from runtime.notes import append_note
+from runtime.tools.context import ToolContext
+from runtime.tools.params import Args, Param, define, ok, refuse
+
+# The original's structured observation, in the order it is written out.
+PAYLOAD_FIELDS = ("observation", "evidence", "prediction", "applies_to", "confidence")
+MAX_CATEGORY = 80
+
+
+def render_payload(text: str, payload: dict[str, Any]) -> str:
+    """A note body: the text, then the payload's known fields, then any others as JSON."""
+    lines = [text.strip()] if text.strip() else []
+    for key in PAYLOAD_FIELDS:
+        if key in payload:
+            value = payload[key]
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            lines.append(f"**{key}:** {shown}")
+    rest = {k: v for k, v in payload.items() if k not in PAYLOAD_FIELDS}
+    if rest:
+        lines.append("```json\n" + json.dumps(rest, sort_keys=True, ensure_ascii=False) + "\n```")
+    return "\n\n".join(lines)
+
+
+def slug(text: str, words: int = 8) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:words]) or "proposal"
+
+
+def write_proposal(folder: Path, text: str, rationale: str, severity: str, now: datetime) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{now.strftime('%Y-%m-%dT%H-%M-%SZ')}_{slug(text)}.md"
+    n = 1
+    while target.exists():  # two proposals in one second keep both
+        n += 1
+        target = folder / f"{now.strftime('%Y-%m-%dT%H-%M-%SZ')}_{slug(text)}-{n}.md"
+    body = (
+        f"---\ndate: {now.isoformat(timespec='seconds')}\nseverity: {severity}\n"
+        f"rationale: {json.dumps(rationale, ensure_ascii=False)}\n---\n\n{text.strip()}\n"
+    )
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def memory_tools(ctx: ToolContext) -> list[ToolSpec]:
+    async def write_memory(a: Args) -> ToolOutput:
+        category = " ".join(str(a["category"] or "").split())
+        payload = a["payload"]
+        if not category:
+            category = "observation" if payload else "note"
+        if len(category) > MAX_CATEGORY:
+            return refuse(f"write_memory: category is longer than {MAX_CATEGORY} characters")
+        if not a["text"].strip() and not payload:
+            return refuse("write_memory: nothing to write (empty text and no payload)")
+        body = render_payload(a["text"], payload) if payload else a["text"]
+        target = await anyio.to_thread.run_sync(partial(append_note, ctx.paths, body, category))
+        return ok(f"noted under '{category}' in {target}")
+
+    async def propose_role_amendment(a: Args) -> ToolOutput:
+        if not a["text"].strip():
+            return refuse("propose_role_amendment: the proposal text is empty")
+        now = datetime.now(UTC)
+        write = partial(
+            write_proposal, ctx.paths.role_proposals, a["text"], a["rationale"], a["severity"], now
+        )
+        target = await anyio.to_thread.run_sync(write)
+        return ok(f"proposal saved to {target}; the operator decides whether the role doc changes")
+
+    async def log_choice(a: Args) -> ToolOutput:
+        record = {
+            "ts": datetime.now(UTC).isoformat(timespec="seconds"),
+            "decision_type": a["decision_type"],
+            "decision": a["decision"],
+            "rationale": a["rationale"],
+            "context_summary": a["context_summary"],
+            "turn_row_id": ctx.in_flight_row,
+        }
+        target = ctx.paths.root / "choices.jsonl"
+        await anyio.to_thread.run_sync(append_line, target, record)
+        return ok(f"choice logged in {target}")
+
+    return [
+        define(
+            "write_memory",
+            "Append a note to today's memory file (memory/YYYY-MM-DD.md); it survives window "
+            "eviction. Optionally attach a structured payload (observation, evidence, "
+            "prediction, applies_to, confidence).",
+            [
+                Param("text", "string", "The note.", required=True),
+                Param("category", "string", "A short label, e.g. insight, todo, decision."),
+                Param(
+                    "payload",
+                    "object",
+                    "Structured observation: observation, evidence, prediction, "
+                    "applies_to (list of strings), confidence (0-1), or other keys.",
+                ),
+            ],
+            write_memory,
+        ),
+        define(
+            "propose_role_amendment",
+            "Propose a change to your role doc. Saved under role_proposals/ for the operator; "
+            "the role doc itself is not changed.",
+            [
+                Param("text", "string", "The proposed amendment, as it would read.", required=True),
+                Param("rationale", "string", "Why the role doc should change.", required=True),
+                Param(
+                    "severity",
+                    "string",
+                    "How much it matters.",
+                    choices=("low", "medium", "high"),
+                    default="medium",
+                ),
+            ],
+            propose_role_amendment,
+        ),
+        define(
+            "log_choice",
+            "Record a decision and why, as one line in choices.jsonl, for later review.",
+            [
+                Param(
+                    "decision_type",
+                    "string",
+                    "What kind of decision (design, scope...).",
+                    required=True,
+                ),
+                Param("decision", "string", "What was decided.", required=True),
+                Param("rationale", "string", "Why.", required=True),
+                Param("context_summary", "string", "The situation in a sentence.", default=""),
+            ],
+            log_choice,
+        ),
+    ]
