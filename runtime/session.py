@@ -3,8 +3,14 @@
 A turn: the role doc is read from disk; the input row is stored as in flight; the prompt is
 assembled from the stored window; the driver streams events; then, in one transaction, the
 assistant row is appended and the input row marked complete (with the bus ids it consumed);
-then the window is trimmed. A crash or stop at any point leaves the input row kept and marked.
-The caller owns cancellation: cancel the scope around `async for ... in session.turn(...)`.
+then the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. A crash
+or stop at any point leaves the input row kept and marked. The caller owns cancellation:
+cancel the scope around `async for ... in session.turn(...)`.
+
+Every tool call is decided by the session's `Guard` (runtime/guard.py): budget, then the
+runtime sentinel, then the permission policy. A halt ends the turn at once with its notice
+committed; the panel then refuses turns (PanelHaltedError) until `resume()`. The agent's own
+tools (runtime/tools/) are registered with every turn as the `mnemara` MCP server.
 """
 
 from __future__ import annotations
@@ -14,28 +20,46 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
+from runtime import halts
 from runtime.config import InstanceConfig, load_config, save_config
 from runtime.debuglog import DebugLog
-from runtime.driver import AgentDriver, Approver, DriverEvent, ErrorEvent, ToolSpec, TurnRequest
+from runtime.driver import (
+    AgentDriver,
+    Approver,
+    DriverEvent,
+    ErrorEvent,
+    ToolCallRequest,
+    ToolSpec,
+    TurnRequest,
+)
 from runtime.errors import (
     CredentialsError,
     DriverError,
+    PanelHaltedError,
     PromptTooLongError,
+    RoleDocError,
     ServiceBusyError,
 )
-from runtime.evict import strip_bulk
+from runtime.guard import GitProbe, Guard, git_state, measure_world
+from runtime.halts import Halted
 from runtime.home import InstancePaths
+from runtime.limits_config import BudgetSettings
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
-from runtime.roledoc import RoleDocSource
+from runtime.roledoc import RoleDocSource, read_role_doc
 from runtime.rows import NewRow, estimate_tokens
+from runtime.sentinel import HaltRecord
 from runtime.store import AsyncTurnStore, open_turn_store
-from runtime.window import RowStat, WindowCaps, plan_trim
+from runtime.tools import build_tools
+from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
+from runtime.tools.manifest import FileTracker
+from runtime.tools.mcp_wire import stdio_servers
 
 STOPPED_NOTE = "[turn stopped before it finished]"
 
@@ -57,7 +81,7 @@ class TurnCommitted:
     row_ids: tuple[int, ...]
 
 
-SessionEvent = DriverEvent | RoleWarning | Trimmed | TurnCommitted
+SessionEvent = DriverEvent | RoleWarning | Trimmed | TurnCommitted | Halted
 
 
 def error_for(event: ErrorEvent) -> DriverError:
@@ -83,16 +107,31 @@ class Session:
         approver: Approver,
         cwd: Path,
         tools: Sequence[ToolSpec] = (),
+        git_probe: GitProbe = git_state,
     ) -> None:
         self.paths = paths
         self.config = config
         self.store = store
         self.driver = driver
-        self.approver = approver
         self.cwd = cwd
-        self.tools = tuple(tools)
         self.debug = DebugLog(paths.debug_log)
         self.role = RoleDocSource(Path(config.role_doc_path) if config.role_doc_path else None)
+        self.policy = approver
+        self.guard = Guard(
+            approver,
+            config.limits,
+            sentinel=config.runtime_sentinel,
+            on_shadow=lambda record: halts.log_shadow(self.debug, record),
+        )
+        self.approver: Approver = self.guard  # what the driver asks about every call
+        self.files = FileTracker(cwd)
+        self.halted: HaltRecord | None = None
+        self.in_flight_row: int | None = None
+        self._git_probe = git_probe
+        self._turns = 0
+        self._read_checks = 0
+        self.tools: tuple[ToolSpec, ...] = ()
+        self.tools = (*build_tools(self), *tools)
 
     # -- configuration changes (persisted) ---------------------------------------------------
 
@@ -105,11 +144,62 @@ class Session:
             path = str(changes["role_doc_path"])
             self.role = RoleDocSource(Path(path) if path else None)
 
+    # -- what the agent's tools see (runtime.tools.ToolContext) ------------------------------
+
+    def role_text(self) -> str:
+        # Read directly, not through self.role, whose read() reports a warning only once: a
+        # tool looking at the role doc must not swallow the warning the next turn would give.
+        try:
+            return read_role_doc(self.role.path) if self.role.path else ""
+        except RoleDocError:
+            return ""
+
+    async def check_read(self, path: str) -> str | None:
+        self._read_checks += 1
+        call = ToolCallRequest(
+            f"mnemara-read-check-{self._read_checks}", "Read", {"file_path": path}
+        )
+        decision = await self.policy.decide(call)
+        return None if decision.allow else decision.message or "refused by the permission policy"
+
+    async def manifest_text(self) -> str | None:
+        enabled = self.config.file_stat_manifest_enabled
+        return await self.files.manifest_text() if enabled else None
+
+    def spend(self) -> dict[str, Any]:
+        return self.guard.spend()
+
+    # -- halts ----------------------------------------------------------------------------------
+
+    async def resume(self, limits: BudgetSettings | None = None) -> None:
+        """The operator lets a halted panel go on (optionally with new budget limits)."""
+        record, self.halted = self.halted, None
+        self.guard.resume(limits)
+        await halts.clear_halt(self.store, self.debug, record)
+
+    async def _halt(self, record: HaltRecord, user_id: int | None, ids: Sequence[int]) -> Halted:
+        if ids:  # the calls in the evidence are in this turn's assistant row
+            record = record.with_row_ids({c.tool_use_id: ids[0] for c in record.calls})
+        self.halted = record
+        await halts.record_halt(self.store, self.debug, record, user_row_id=user_id)
+        return Halted(record)
+
+    def _refuse(self, record: HaltRecord) -> PanelHaltedError:
+        message = halts.halted_message(self.paths.name, record)
+        return PanelHaltedError(message, panel=self.paths.name, record=record)
+
     # -- the turn -----------------------------------------------------------------------------
 
     async def turn(
         self, text: str, *, consumed_ids: Sequence[int] = (), inbox: str | None = None
     ) -> AsyncGenerator[SessionEvent, None]:
+        if self.halted is not None:
+            raise self._refuse(self.halted)
+        self._turns += 1
+        refused = self.guard.begin_turn(self._turns)
+        if refused is not None:
+            await self._halt(refused, None, ())
+            raise self._refuse(refused)
         role = self.role.read()
         if role.warning:
             self.debug.write("warning", "role_doc", message=role.warning)
@@ -118,6 +208,7 @@ class Session:
         user_id = await self.store.begin_turn(
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
+        self.in_flight_row = user_id
         recorder = TurnRecorder(result_cap=self.config.tool_result_max_chars)
         committed = False
         try:
@@ -129,29 +220,47 @@ class Session:
                             failure = event
                             break
                         recorder.add(event)
+                        self.guard.observe(event)
+                        await self.files.observe(event)
                         yield event
+                        if self.guard.halt is not None:
+                            break  # closing the driver ends the turn; the halted call never ran
                 if failure is None:
                     break
                 self.debug.write(
                     "error", "turn_failed", error_kind=failure.kind, message=failure.message
                 )
                 if failure.kind == "prompt_too_long" and attempt == 1 and not recorder.blocks:
-                    evicted = await self._evict_bulk()
+                    evicted = await evict_bulk(self.store)
                     self.debug.write("eviction", "prompt_too_long_recovery", rows=evicted)
                     continue
                 await self.store.recover_interrupted()
                 committed = True  # nothing more to write: the input row is kept, marked
                 raise error_for(failure)
+            world = None
+            if self.guard.wants_world and self.guard.halt is None:
+                world = await measure_world(
+                    self.store, self.files.written, self.cwd, self._git_probe
+                )
+            halt = self.guard.end_turn(world)
+            if halt is not None:
+                recorder.note(halt.notice())
             ids = await self._commit(user_id, recorder)
             committed = True
+            if halt is not None:
+                yield await self._halt(halt, user_id, ids)
             yield TurnCommitted(user_id, ids)
         finally:
+            self.in_flight_row = None
+            self.guard.end_turn()  # closes the turn's budget and sentinel state if still open
             if not committed:
                 # Stopped mid-turn (cancelled or closed): keep what was said, say it stopped.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                     recorder.note(STOPPED_NOTE)
                     await self._commit(user_id, recorder)
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
+        await halts.save_spend(self.store, self.guard.spend())
+        await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
         trimmed = await self.trim()
         if trimmed is not None:
             yield trimmed
@@ -164,6 +273,7 @@ class Session:
             role_doc=system,
             rows=rows,
             slots=await self.store.slots(),
+            manifest=await self.manifest_text(),
             inbox=inbox,
             input_text=text,
         )
@@ -174,6 +284,8 @@ class Session:
             approver=self.approver,
             cwd=self.cwd,
             sdk_tools=self.tools,
+            mcp_servers=stdio_servers(self.config.mcp_servers, self.paths.debug_log),
+            max_budget_usd=self.guard.budget.sdk_max_budget_usd(),
             bash_timeout_seconds=self.config.bash_timeout_seconds,
         )
         async with aclosing(self.driver.run_turn(request)) as events:
@@ -190,56 +302,12 @@ class Session:
             rows.append(NewRow("assistant", blocks, tokens, tokens_exact=exact))
         ids = await self.store.commit_turn(user_id, rows)
         if usage is not None:
-            await self.store.set_meta(
-                "last_usage",
-                json.dumps(
-                    {
-                        "input_tokens": usage.input_tokens,
-                        "output_tokens": usage.output_tokens,
-                        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-                        "cache_read_input_tokens": usage.cache_read_input_tokens,
-                        "cost_usd": recorder.cost_usd,
-                    },
-                    sort_keys=True,
-                ),
-            )
+            await halts.save_usage(self.store, usage, recorder.cost_usd)
         return tuple(ids)
 
-    async def _evict_bulk(self) -> int:
-        changed = 0
-        for row in await self.store.rows():
-            if row.pinned or row.status == "in_flight":
-                continue
-            slim = strip_bulk(row.blocks)
-            if slim != row.blocks:
-                await self.store.replace_blocks(row.id, slim, estimate_tokens(json.dumps(slim)))
-                changed += 1
-        return changed
-
     async def trim(self) -> Trimmed | None:
-        caps = WindowCaps(
-            max_rows=self.config.max_window_turns,
-            max_tokens=self.config.max_window_tokens,
-            row_slack=self.config.row_cap_slack_when_token_headroom,
-            low_water=self.config.window_low_water,
-            protect_compressed=self.config.preserve_compressed_reads,
-        )
-        plan = plan_trim([RowStat.of(r) for r in await self.store.rows()], caps)
-        if not plan.needed:
-            return None
-        await self.store.delete_rows(plan.evict_ids)
-        if plan.forced_ids:
-            forced = int(await self.store.get_meta("forced_pinned_evictions") or 0)
-            await self.store.set_meta("forced_pinned_evictions", str(forced + len(plan.forced_ids)))
-        self.debug.write(
-            "eviction",
-            "window_trim",
-            evicted=list(plan.evict_ids),
-            forced_pinned=list(plan.forced_ids),
-            rows_after=plan.rows_after,
-            tokens_after=plan.tokens_after,
-        )
-        return Trimmed(plan.evict_ids, plan.forced_ids)
+        plan = await trim_window(self.store, self.config, self.debug)
+        return Trimmed(plan.evict_ids, plan.forced_ids) if plan is not None else None
 
 
 @asynccontextmanager
@@ -252,11 +320,14 @@ async def open_session(
     home: Path | None = None,
     cwd: Path | None = None,
     tools: Sequence[ToolSpec] = (),
+    git_probe: GitProbe = git_state,
 ) -> AsyncIterator[Session]:
     """Open an instance's session; the store is closed when the block ends.
 
-    Tool calls are decided by `approver`, or else by the instance's permission policy, whose
-    `ask` verdicts go to `asker` (none: denied, with a message the model can read).
+    Tool calls are decided by the budget and sentinel (runtime/guard.py), then by `approver`,
+    or else by the instance's permission policy, whose `ask` verdicts go to `asker` (none:
+    denied, with a message the model can read). `tools` are served next to the agent's own;
+    `git_probe` measures the git state for the sentinel's no-progress rule.
     """
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
@@ -273,6 +344,7 @@ async def open_session(
             approver=approver,
             cwd=cwd,
             tools=tools,
+            git_probe=git_probe,
         )
         if recovered:
             session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)
