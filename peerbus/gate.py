@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+import threading
 from pathlib import Path
-
-_FIRST_WAIT = 0.0002
-_LONGEST_WAIT = 0.002
 
 
 class GateTimeout(Exception):
@@ -28,33 +25,60 @@ class GateTimeout(Exception):
 
 
 class WriterGate:
-    """One open gate file; `acquire` / `release` around each write transaction."""
+    """One open gate file; `acquire` / `release` around each write transaction.
+
+    Used by one thread at a time (the connection's CapacityLimiter(1) sees to that).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._held: int | None = None
 
-    def acquire(
-        self, *, until: float, monotonic: Callable[[], float], sleep: Callable[[float], None]
-    ) -> None:
-        """Take the gate, or raise GateTimeout once monotonic() passes `until`.
+    def acquire(self, *, timeout: float) -> None:
+        """Take the gate, or raise GateTimeout after `timeout` seconds.
 
-        Non-blocking tries with short sleeps rather than a blocking flock, so that a process
-        stopped while holding the gate cannot hang us past the deadline.
+        A blocking flock is what hands the gate over at once (measured: non-blocking tries
+        with sleeps of up to 2 ms let unlucky writers starve, p99.9 85 ms against 27 ms).
+        It cannot time out by itself, so a contended wait blocks in a helper thread on a
+        descriptor of its own; if we give up first, that thread lets go of the gate as
+        soon as it gets it. A holder that dies releases the gate with its descriptors.
         """
-        wait = _FIRST_WAIT
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if monotonic() >= until:
-                    raise GateTimeout from None
-                sleep(wait)
-                wait = min(wait * 2, _LONGEST_WAIT)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._held = self._fd
+            return
+        except BlockingIOError:
+            pass
+        fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        got = threading.Event()
+        guard = threading.Lock()
+        abandoned = False
+
+        def wait() -> None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with guard:
+                if abandoned:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                else:
+                    got.set()
+
+        threading.Thread(target=wait, name="peerbus-gate", daemon=True).start()
+        got.wait(max(0.0, timeout))
+        with guard:
+            if not got.is_set():
+                abandoned = True
+                raise GateTimeout
+        self._held = fd
 
     def release(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        held, self._held = self._held, None
+        if held is None:
+            return
+        fcntl.flock(held, fcntl.LOCK_UN)
+        if held != self._fd:
+            os.close(held)
 
     def close(self) -> None:
         os.close(self._fd)

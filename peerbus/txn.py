@@ -67,9 +67,12 @@ def run_write(
     With a gate, each attempt queues on it first (see gate.py) and lets go before any
     back-off sleep, so a writer that waits for a foreign lock does not block our others.
     """
+    begin = "BEGIN IMMEDIATE"
     if synchronous is not None:
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-    return _run(conn, work, begin="BEGIN IMMEDIATE", path=path, retry=retry, gate=gate)
+        # Inside the retried attempt: on a foreign (rollback-journal) file even this
+        # pragma can meet a writer's lock.
+        begin = f"PRAGMA main.synchronous = {synchronous}; BEGIN IMMEDIATE"
+    return _run(conn, work, begin=begin, path=path, retry=retry, gate=gate)
 
 
 def run_read(
@@ -114,9 +117,7 @@ def _run(
         attempts += 1
         if gate is not None:
             try:
-                gate.acquire(
-                    until=started + retry.deadline, monotonic=retry.monotonic, sleep=retry.sleep
-                )
+                gate.acquire(timeout=started + retry.deadline - retry.monotonic())
             except GateTimeout:
                 waited = retry.monotonic() - started
                 raise BusBusyError(path=path, waited=waited, attempts=attempts) from None
@@ -141,7 +142,8 @@ def _attempt(
 ) -> T:
     if begin is None:
         return work(conn)
-    conn.execute(begin)
+    for statement in begin.split("; "):
+        conn.execute(statement)
     try:
         result = work(conn)
         conn.execute("COMMIT")
