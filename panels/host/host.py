@@ -12,7 +12,7 @@ answered no, the log is flushed. Nothing is left claimed.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
@@ -23,7 +23,7 @@ from panels.host.bustools import bus_tools
 from panels.host.control import apply_command, operator_halt
 from panels.host.digests import DigestService
 from panels.host.drivers import claude_drivers
-from panels.host.eventlog import EventLog
+from panels.host.eventlog import EventLog, Listener
 from panels.host.panel import PanelRunner
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
@@ -48,6 +48,8 @@ class Host:
         grace: float = 20.0,
         digest: DigestSettings | None = None,
         bus_poll: float = 0.01,
+        listeners: Sequence[Listener] = (),
+        log_interval: float = 0.1,
     ) -> None:
         self.team = team
         self._drivers = drivers
@@ -56,6 +58,8 @@ class Host:
         self.grace = grace
         self.digest_settings = digest
         self.bus_poll = bus_poll
+        self.listeners = tuple(listeners)
+        self.log_interval = log_interval
         self._stop = anyio.Event()
         self._stopped = anyio.Event()
         self._control_poke = Wakeup()
@@ -108,7 +112,9 @@ class Host:
         return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir)
 
     def _build(self, bus: Bus, drivers: DriverFactory) -> None:
-        log = EventLog(self.db)
+        log = EventLog(self.db, interval=self.log_interval)
+        for listener in self.listeners:
+            log.listen(listener)
         self.services = HostServices(
             team=self.team,
             bus=bus,

@@ -105,7 +105,10 @@ async def open_hostdb(path: Path) -> AsyncIterator[HostDb]:
     limiter = anyio.CapacityLimiter(1)
     conn = await anyio.to_thread.run_sync(connect, path, limiter=limiter)
     try:
-        yield HostDb(conn, path, limiter)
+        db = HostDb(conn, path, limiter)
+        # The baseline is taken now, before anything is read, so no later commit is missed.
+        db._version = await db.run(data_version)
+        yield db
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(conn.close, limiter=limiter)

@@ -1,0 +1,169 @@
+"""Failures: a panel that fails is restarted or given up on; nothing is lost or applied twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from panels.host.delivery import OPERATOR, operator_route
+from runtime.driver import ErrorEvent, TextDelta
+from runtime.rows import NewRow
+from runtime.store import TurnStore
+from tests.host.conftest import BlockingDriver, make_team, panels, reply
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def store_of(team: Any, instance: str) -> TurnStore:
+    return TurnStore.open(team.state_dir.parents[1] / instance / "turns.sqlite")
+
+
+async def leased(host: Any) -> int:
+    stats = await host.services.bus.stats()
+    return sum(r.leased for r in stats.recipients)
+
+
+async def test_a_turn_that_dies_is_redelivered_to_the_next_life_and_applied_once(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    died = [TextDelta("half"), ErrorEvent("cli", "the CLI process was killed")]
+    async with start_host(team, {"a": [died, reply("whole")], "b": []}) as (host, events, drv):
+        ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "job"})
+        await events.wait("turn_ended", "a", count=2)
+        assert await leased(host) == 0
+    assert [e.data["outcome"] for e in events.of("turn_ended", "a")] == ["failed", "done"]
+    assert [e.data["epoch"] for e in events.of("panel_started", "a")] == [1, 2]
+    assert [e.data["ids"] for e in events.of("delivery", "a")] == [[ident], [ident]]
+    # The second life sees the message as addressed to its previous epoch, and says so.
+    assert events.of("stale_delivery", "a")[0].data["ids"] == [ident]
+    assert "stale_epoch=true" in str(drv["a"].requests[1].blocks[-1]["text"])
+    with store_of(team, "a") as store:
+        rows = store.rows()
+        assert store.consumed_ids() == {ident}
+    assert [r.status for r in rows if r.role == "user"] == ["interrupted", "complete"]
+
+
+async def test_a_message_stored_but_not_acked_is_acked_without_a_second_turn(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    # A host died between the turn's commit and its ack: the store has the id, the bus does
+    # not know. The next host must ack it and run no turn on it.
+    team = make_team(tmp_path, panels("a", "b"))
+    async with start_host(team, {"a": [], "b": []}) as (host, events, _):
+        host.services.panels["a"].pause()
+        ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "done once"})
+    with store_of(team, "a") as store:
+        row = store.begin_turn(
+            NewRow("user", ({"type": "text", "text": "x"},), 1, consumed_ids=(ident,))
+        )
+        store.commit_turn(row, [])
+    async with start_host(team, {"a": [], "b": []}) as (host, events, drivers):
+        await events.wait("redelivery_skipped", "a")
+        assert drivers["a"].requests == []
+        assert await host.services.bus.inbox("a") == [] and await leased(host) == 0
+
+
+async def test_a_panel_that_fails_every_turn_is_given_up_while_the_others_go_on(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("bad", "good"))
+    broken = [ErrorEvent("other", "always broken")]
+    scripts = {"bad": [broken] * 10, "good": [reply("fine")] * 3}
+    async with start_host(team, scripts) as (host, events, _):
+        bus = host.services.bus
+        await bus.submit(OPERATOR, operator_route("bad"), {"text": "try"})
+        (given_up,) = await events.wait("panel_given_up", "bad")
+        for i in range(3):
+            await bus.submit(OPERATOR, operator_route("good"), {"text": f"work {i}"})
+            await events.wait("turn_ended", "good", count=i + 1)
+        assert host.services.panels["bad"].state == "failed"
+        assert host.services.panels["good"].state == "idle"
+    assert "failed 4 times" in given_up.data["reason"]
+    assert len(events.of("panel_failed", "bad")) == 4
+    assert [e.data["outcome"] for e in events.of("turn_ended", "good")] == ["done"] * 3
+
+
+async def test_shutdown_releases_the_turn_in_flight_and_leaves_nothing_claimed(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    blocking = BlockingDriver()
+    async with start_host(team, {"a": blocking, "b": []}, grace=0.2) as (host, events, _):
+        ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "long"})
+        await blocking.started.wait()
+        host.request_stop()
+        await host.stopped()
+    (ended,) = events.of("turn_ended", "a")
+    assert ended.data["outcome"] == "stopped"
+    # The stopped turn was stored (marked), so its message counts as consumed and was acked.
+    assert events.of("settled", "a")[0].data == {"acked": [ident], "released": []}
+    from peerbus import open_bus
+
+    async with open_bus(team.bus_path) as bus:
+        stats = await bus.stats()
+    assert sum(r.leased for r in stats.recipients) == 0
+
+
+async def test_shutdown_lets_a_turn_finish_within_the_grace_period(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    blocking = BlockingDriver()
+    async with start_host(team, {"a": blocking, "b": []}, grace=30) as (host, events, _):
+        await host.services.bus.submit("b", "a", {"type": "message", "text": "long"})
+        await blocking.started.wait()
+        host.request_stop()
+        await events.wait("host_stopping")
+        blocking.release.set()
+        with anyio.fail_after(10):
+            await host.stopped()
+    assert events.of("turn_ended", "a")[0].data["outcome"] == "done"
+
+
+@pytest.mark.slow
+async def test_a_host_killed_mid_turn_loses_no_message(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    team = make_team(tmp_path, panels("a", "b"))
+    (tmp_path / "team.toml").write_text(
+        f'[team]\nname = "t"\nworkdir = "{tmp_path / "work"}"\n' + panels("a", "b")
+    )
+    from peerbus import open_bus
+
+    team.state_dir.mkdir(parents=True)
+    async with open_bus(team.bus_path) as bus:
+        ident = await bus.submit("b", "a", {"type": "message", "text": "survive me"})
+    root = ROOT
+    child = await anyio.open_process(
+        [sys.executable, str(root / "tests/host/host_child.py"), str(tmp_path / "team.toml")],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert child.stdout is not None
+        with anyio.fail_after(30):
+            line = await child.stdout.receive()
+        assert b"STARTED" in line
+    finally:
+        child.send_signal(signal.SIGKILL)
+        await child.wait()
+    async with start_host(team, {"a": [reply("now")], "b": []}) as (host, events, drivers):
+        await events.wait("turn_ended", "a")
+        assert await leased(host) == 0
+    assert events.of("delivery", "a")[0].data["ids"] == [ident]
+    assert "survive me" in str(drivers["a"].requests[0].blocks[-1]["text"])
+    with store_of(team, "a") as store:
+        assert store.consumed_ids() == {ident}
+        statuses = [r.status for r in store.rows() if r.role == "user"]
+    assert statuses == ["interrupted", "complete"]  # the killed turn is kept, marked

@@ -1,0 +1,96 @@
+"""The watchdog and the host's own triggers: digests, halt tools, sentinel, slope, budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from panels.host.delivery import OPERATOR, operator_route
+from runtime.driver import Done, ToolCall, ToolResult, Usage
+from tests.host.conftest import make_team, panels, reply
+
+pytestmark = pytest.mark.anyio
+
+ALLOW_BASH = '[[panels.policy]]\ntool = "Bash"\nmode = "allow"\n'
+
+
+def bash(ident: str, command: str, out: str = "ok") -> list[Any]:
+    return [ToolCall(ident, "Bash", {"command": command}), ToolResult(ident, out)]
+
+
+async def test_a_watchdog_halts_a_panel_and_the_halted_inbox_is_kept(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("eng", "dog", dog="watchdog"),
+                     extra="digest_interval_seconds = 3600")  # fmt: skip
+    halt = ToolCall("h1", "mcp__mnemara__halt_panel", {"name": "eng", "reason": "runaway"})
+    self_halt = ToolCall("h2", "mcp__mnemara__halt_panel", {"name": "dog", "reason": "x"})
+    nobody = ToolCall("h3", "mcp__mnemara__pause_panel", {"name": "ghost"})
+    async with start_host(team, {"eng": [], "dog": [reply("act", halt, self_halt, nobody)]}) as (
+        host, events, drivers,
+    ):  # fmt: skip
+        assert await host.digests.send_due() == 1
+        results = await events.wait("tool_result", "dog", count=3)
+        eng = host.services.panels["eng"]
+        assert eng.state == "halted" and eng.halted_by == "dog"
+        waiting = await host.services.bus.submit("dog", "eng", {"type": "message", "text": "x"})
+        await host.services.bus.submit(OPERATOR, operator_route("eng"), {"text": "y"})
+        assert [p.id for p in await host.services.bus.inbox("eng")] == [waiting]
+        eng.resume()
+        await events.wait("turn_ended", "eng")  # the kept inbox is delivered on resume
+    digest_text = str(drivers["dog"].requests[0].blocks[-1]["text"])
+    assert '"type": "digest"' in digest_text and '"name": "eng"' in digest_text
+    assert not results[0].data["error"] and "halted" in results[0].data["content"]
+    assert results[1].data["error"] and "itself" in results[1].data["content"]
+    assert results[2].data["error"] and "ghost" in results[2].data["content"]
+    (audit,) = events.of("watchdog_action")
+    assert audit.panel == "eng" and audit.data["actor"] == "dog" and audit.data["verb"] == "halt"
+    (record,) = events.of("halt", "eng")
+    assert record.data["by"] == "dog" and record.data["message"] == "runaway"
+
+
+async def test_the_sentinel_stops_a_looping_call_before_it_runs(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a") + ALLOW_BASH)
+    loop = [*bash("1", "ls"), *bash("2", "ls"), ToolCall("3", "Bash", {"command": "ls"}),
+            Usage(10, 1), Done()]  # fmt: skip
+    async with start_host(team, {"a": [loop]}) as (host, events, _):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "go"})
+        (halt,) = await events.wait("halt", "a")
+        await events.wait("turn_ended", "a")
+        assert host.services.panels["a"].state == "halted"
+    assert halt.data["source"] == "sentinel" and halt.data["rule"] == "repeat"
+
+
+async def test_rising_spend_without_progress_halts_the_panel(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a") + ALLOW_BASH)
+
+    def turn(n: int, tokens: int) -> list[Any]:
+        return [*bash(f"c{n}", f"echo {n}"), Usage(tokens, 10), Done()]
+
+    script = [turn(1, 1000), turn(2, 2000), turn(3, 4000), turn(4, 8000)]
+    async with start_host(team, {"a": script}) as (host, events, _):
+        for i in range(3):
+            await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": f"go {i}"})
+            await events.wait("turn_ended", "a", count=i + 1)
+        (halt,) = await events.wait("halt", "a")
+    assert halt.data["rule"] == "budget_slope" and halt.data["source"] == "budget"
+    assert host.services.panels["a"].state == "over_budget"
+
+
+async def test_the_team_budget_stops_every_panel(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"), extra="[team.budget]\nmax_tokens = 100")
+    async with start_host(team, {"a": [reply()], "b": [reply()]}) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "spend"})
+        await events.wait("turn_ended", "a")
+        await host.services.bus.submit(OPERATOR, operator_route("b"), {"text": "more"})
+        (halt,) = await events.wait("halt", "b")
+        assert drivers["b"].requests == []
+    assert halt.data["rule"] == "team_tokens"
