@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -295,7 +296,7 @@ def demo(
         raise typer.Exit(1)
 
 
-host_commands = [
+host_commands: list[tuple[str, Callable[..., Any]]] = [
     ("up", up),
     ("down", down),
     ("ps", ps),
