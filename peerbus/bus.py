@@ -9,11 +9,8 @@ cancel takes effect. Works on trio and asyncio alike.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import os
-import time
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,13 +23,10 @@ from peerbus import maintenance, queries, settle, submit
 from peerbus.busfile import BusFile, close_bus, connect_bus, sidecar_path
 from peerbus.model import BusOptions, BusStats, Claim, DeadLetter, Pending, Record, SettleResult
 from peerbus.submit import Outgoing
-from peerbus.watch import Signature, data_versions, file_signature, watch_files, watched_paths
+from peerbus.waiter import ChangeWaiter
+from peerbus.watch import Signature, data_versions, watched_paths
 
 T = TypeVar("T")
-
-# How long after the last change the waiter keeps polling in the event loop before it
-# parks in a thread on inotify (see watch.py).
-_HOT = 1.0
 
 
 class Bus:
@@ -42,17 +36,10 @@ class Bus:
         self.file = file
         self._limiter = limiter
         sidecar = sidecar_path(file.path, file.options) if file.mode == "compat" else None
-        self._paths = watched_paths(file.path, sidecar)
         self._schemas = ("main", "side") if file.mode == "compat" else ("main",)
-        self._signature: Signature = file_signature(self._paths)
-        self._versions: Signature | None = None
-        self._backstop_at = 0.0
-        self._generation = 0
-        # Write ends of the pipes that watcher threads wait on: poked on in-process changes.
-        self._wakers: set[int] = set()
-        self._woke_at = 0.0
-        self._changed = anyio.Event()
-        self._changed_at = 0.0
+        self._changes = ChangeWaiter(
+            watched_paths(file.path, sidecar), file.options, self._read_versions
+        )
         self._claim_generation: dict[str, int] = {}
         self._last_claim_generation = 0
 
@@ -71,12 +58,7 @@ class Bus:
         )
 
     def _bump(self) -> None:
-        self._generation += 1
-        self._changed_at = anyio.current_time()
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-        for fd in list(self._wakers):
-            self._poke(fd)
+        self._changes.bump()
 
     async def submit(
         self,
@@ -125,8 +107,7 @@ class Bus:
         lease: float = 300.0,
     ) -> Claim:
         """Lease the recipient's next batch; noise is acked and bad rows dead-lettered."""
-        await self._refresh()
-        generation = self._generation
+        generation = await self._changes.refresh()
         result = await self._run(
             claim_mod.claim_batch,
             self.file,
@@ -188,25 +169,7 @@ class Bus:
     async def generation(self) -> int:
         """The change counter now; a reader (tail, dashboard) passes it to wait_for_change
         as `since` before it reads, so a change during the read still wakes it."""
-        await self._refresh()
-        return self._generation
-
-    async def _refresh(self) -> None:
-        signature = file_signature(self._paths)
-        if signature != self._signature:
-            self._signature = signature
-            self._bump()
-            return
-        now = anyio.current_time()
-        if now - self._backstop_at < self.file.options.backstop_interval:
-            return
-        self._backstop_at = now
-        versions = await self._run(
-            self.file.read, functools.partial(data_versions, schemas=self._schemas)
-        )
-        if self._versions is not None and versions != self._versions:
-            self._bump()
-        self._versions = versions
+        return await self._changes.refresh()
 
     # `timeout` is the parameter the host was promised (ASYNC109 prefers a cancel scope at
     # the call site): a timeout here is an answer (False), not a cancellation.
@@ -228,67 +191,14 @@ class Bus:
         if since is None:
             since = self._claim_generation.get(recipient or "", self._last_claim_generation)
         with anyio.move_on_after(timeout):
-            while True:
-                await self._refresh()
-                if self._generation > since:
-                    return True
-                if anyio.current_time() - self._changed_at < _HOT:
-                    # Busy bus: a stat per poll in the event loop is the cheapest way to
-                    # keep up (a thread per wait cost more, and p99 went 15 -> 60 ms).
-                    with anyio.move_on_after(self.file.options.poll_interval):
-                        await self._changed.wait()
-                else:
-                    await self._watch()  # quiet bus: block without burning CPU
+            await self._changes.wait_past(since)
+            return True
         return False
 
-    async def _watch(self) -> None:
-        """Block (in a worker thread) until the files change, an in-process change, or the
-        backstop is due. The thread polls with a futex wait and two stats, so an idle
-        waiter costs a fraction of what waking the event loop every poll would."""
-        read_end, write_end = os.pipe()
-        os.set_blocking(write_end, False)
-        self._wakers.add(write_end)
-        try:
-            await anyio.to_thread.run_sync(
-                functools.partial(
-                    _watch_then_close,
-                    self._paths,
-                    self._signature,
-                    poll=self.file.options.poll_interval,
-                    budget=self.file.options.backstop_interval,
-                    wake=read_end,
-                    not_before=self._woke_at + self.file.options.poll_interval,
-                ),
-                abandon_on_cancel=True,
-            )
-            self._woke_at = time.monotonic()
-        finally:
-            # Closing the write end makes the read end readable (EOF), so a thread left
-            # behind by a cancelled (timed-out) wait returns at once and closes its end.
-            self._wakers.discard(write_end)
-            os.close(write_end)
-
-    @staticmethod
-    def _poke(fd: int) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(fd, b"!")
-
-
-def _watch_then_close(
-    paths: tuple[Path, ...],
-    signature: Signature,
-    *,
-    poll: float,
-    budget: float,
-    wake: int,
-    not_before: float,
-) -> bool:
-    try:
-        return watch_files(
-            paths, signature, poll=poll, budget=budget, wake=wake, not_before=not_before
+    async def _read_versions(self) -> Signature:
+        return await self._run(
+            self.file.read, functools.partial(data_versions, schemas=self._schemas)
         )
-    finally:
-        os.close(wake)
 
 
 @asynccontextmanager
