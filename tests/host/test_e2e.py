@@ -1,0 +1,112 @@
+"""End to end: the real bundled Claude Code CLI against the host's rehearsal model (loopback)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import claude_agent_sdk
+import pytest
+
+from panels.host import Host
+from panels.host.delivery import OPERATOR, operator_route
+from panels.host.demo import EXAMPLE, run_demo
+from panels.team import parse_team
+from runtime.store import TurnStore
+from tests.host.conftest import FAST, Events
+
+CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.anyio,
+    pytest.mark.skipif(not CLI.exists(), reason=f"the SDK's bundled CLI is not installed at {CLI}"),
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "trio"  # the host's own backend; the CLI runs are too slow to repeat per backend
+
+
+async def test_the_demo_team_runs_to_the_end(tmp_path: Path) -> None:
+    lines: list[str] = []
+    result = await run_demo(tmp_path, out=lines.append, limit=90)
+    assert result.quiet and result.halted and result.claimed == 0, "\n".join(lines)
+    story = "\n".join(lines)
+    assert "engineer -> producer" in story and "task-1 done" in story  # the report came back
+    assert "watchdog halt engineer" in story
+    assert (tmp_path / EXAMPLE.name / "work" / "wordcount.py").is_file()
+    assert "understood: the engineer was halted" in story.lower()
+
+
+def cli_children() -> list[int]:
+    """Pids of bundled-CLI processes whose parent is this test process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"claude" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+SLOW_SCRIPT = """
+[panels.worker]
+[[panels.worker.replies]]
+when = { user_text_contains = "job" }
+delay_first_token = 30
+text = "never seen: this CLI is killed first"
+
+[[panels.worker.replies]]
+when = { user_text_contains = "job" }
+text = "Did the job."
+"""
+
+
+async def test_a_cli_killed_mid_turn_is_restarted_and_its_message_processed_once(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "script.toml").write_text(SLOW_SCRIPT)
+    (tmp_path / "work").mkdir()
+    team = parse_team(
+        '[team]\nname = "k"\nrehearsal = "script.toml"\nworkdir = "work"\n'
+        '[[panels]]\nname = "worker"\n',
+        source=tmp_path / "team.toml",
+        home=tmp_path / "mnemara-home",
+    )
+    events = Events()
+    host = Host(team, home=tmp_path / "mnemara-home", policy=FAST, listeners=[events],
+                log_interval=0.01)  # fmt: skip
+    async with anyio.create_task_group() as tg:
+        await tg.start(host.serve)
+        bus = host.services.bus
+        ident = await bus.submit(OPERATOR, operator_route("worker"), {"text": "do the job"})
+        await events.wait("turn_started", "worker")
+        # The CLI is an outside process with no event to wait on: look (bounded) until its
+        # model request is in flight, then kill it.
+        with anyio.fail_after(30):
+            while not host.rehearsal.requests("worker"):  # type: ignore[attr-defined]  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        pids = cli_children()
+        assert pids
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        ended = await events.wait("turn_ended", "worker", count=2, within=60)
+        host.request_stop()
+    assert [e.data["outcome"] for e in ended] == ["failed", "done"]
+    assert events.of("panel_failed", "worker")
+    with TurnStore.open(tmp_path / "mnemara-home" / "worker" / "turns.sqlite") as store:
+        assert store.consumed_ids() == {ident}
+        users = [r.status for r in store.rows() if r.role == "user"]
+    assert users == ["interrupted", "complete"]
+    said: Any = [e.data["text"] for e in events.of("text", "worker")]
+    assert said == ["Did the job."]
