@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import claude_agent_sdk
 import pytest
 from guard_kit import RecordingPolicy, no_git
@@ -181,3 +182,32 @@ async def test_stdio_servers_run_and_failures_are_logged(
     assert "could not be started" in failed["broken"]["reason"]
     assert failed["crashy"]["reason"] == "stopped with exit status 3"
     assert failed["crashy"]["stderr"] == "boom: no token"
+
+
+SLEEPY = """
+[[panels.eng.replies]]
+when = { user_text_contains = "sleep please" }
+content = [ { tool_use = "Bash", input = { command = "python3 -c 'import time; time.sleep(30)' && echo woke" } } ]
+
+[[panels.eng.replies]]
+when = { tool_result_contains = "" }
+text = "Done."
+"""
+
+
+async def test_bash_timeout_seconds_is_honoured_by_the_bash_tool(
+    live: Any, anyio_backend: str
+) -> None:
+    from runtime.session import open_session
+
+    async with (
+        live(SLEEPY, InstanceConfig(bash_timeout_seconds=2)) as rig,
+        open_session(
+            "live", driver=rig.driver, approver=RecordingPolicy(), cwd=rig.work
+        ) as session,
+    ):
+        with anyio.fail_after(20):  # the command alone would take 30 s
+            events = [e async for e in session.turn("sleep please")]
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.is_error and "timed out after 2s" in result.content
+    assert "woke" not in result.content
