@@ -153,6 +153,8 @@ def _attach_sidecar(
     try:
         conn.execute("ATTACH DATABASE ? AS side", (str(side),))
         _set_wal(conn, "side", path, retry)
+        # Receipts need no fsync: losing the last ones to a power cut means a redelivery.
+        conn.execute("PRAGMA side.synchronous = NORMAL")
     except sqlite3.Error as exc:
         raise BusOpenError(
             f"compatibility mode needs a writable sidecar file at {side} ({exc}); "
