@@ -6,7 +6,8 @@ row ids, the figures of a budget) is written twice:
 - to `debug.log` as one line of kind "halt" (event `sentinel_halt` / `budget_halt`; shadow-
   mode records as `sentinel_halt_shadow`), the append-only history of every halt;
 - to the store's meta key `halt` (JSON), the panel's current halt, which `mnemara show` and
-  `inspect_context` print from any process. Resuming sets it to "" (no current halt).
+  `inspect_context` print from any process. Resuming sets it to "" (no current halt), and
+  so does opening a new session: budgets and the sentinel are per session.
 
 The session's spend (turns, requests, tokens, dollars, limits) goes to the meta key `spend`
 after every turn, and the last turn's reported usage to `last_usage`, for the same readers.

@@ -355,4 +355,8 @@ async def open_session(
             session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)
         if config.unknown_fields():
             session.debug.write("warning", "unknown_config_fields", fields=config.unknown_fields())
+        if await store.get_meta(halts.HALT_META):
+            # Budgets and the sentinel are per session: opening a new one is the operator going
+            # on. The record stays in debug.log; the meta key only names a current halt.
+            await halts.clear_halt(store, session.debug, None)
         yield session

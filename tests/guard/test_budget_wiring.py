@@ -81,6 +81,12 @@ async def test_the_session_turn_budget_refuses_the_next_turn(
     assert caught.value.record.rule == "session_turns"
     assert len(rows) == 2 and len(driver.requests) == 1
     assert halt["rule"] == "session_turns" and halt["user_row_id"] is None
+    # A new session is a new budget: it opens unhalted, the record stays in debug.log.
+    driver = ScriptedDriver([[TextDelta("again"), Done()]])
+    async with open_session("t1", driver=driver, approver=policy) as s:
+        assert await s.store.get_meta("halt") == ""
+        await run(s, "second, in a new session")
+    assert [r["rule"] for r in halt_records(instance)] == ["session_turns"]
 
 
 async def test_a_session_dollar_budget_halts_at_the_end_of_the_turn_that_spent_it(

@@ -184,13 +184,15 @@ async def test_stdio_servers_run_and_failures_are_logged(
     assert failed["crashy"]["stderr"] == "boom: no token"
 
 
-SLEEPY = """
+# Not `sleep 30`: the CLI refuses long sleeps outright, and this must reach the timeout.
+SLOW = "python3 -c 'import time; time.sleep(30)' && echo woke"
+SLEEPY = f"""
 [[panels.eng.replies]]
-when = { user_text_contains = "sleep please" }
-content = [ { tool_use = "Bash", input = { command = "python3 -c 'import time; time.sleep(30)' && echo woke" } } ]
+when = {{ user_text_contains = "sleep please" }}
+content = [ {{ tool_use = "Bash", input = {{ command = "{SLOW}" }} }} ]
 
 [[panels.eng.replies]]
-when = { tool_result_contains = "" }
+when = {{ tool_result_contains = "" }}
 text = "Done."
 """
 
