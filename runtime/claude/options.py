@@ -6,13 +6,16 @@ of the request and so the prompt cache (see shared/reference/claude-cli-requests
 - the role doc is the system prompt, verbatim (`system_prompt=str`);
 - an explicit tools list (never the default set of 12, never varying per turn);
 - `setting_sources=[]` plus the two env switches that keep CLAUDE.md and the auto-memory index
-  out of the first user message ("min mode"; bare mode would forbid OAuth logins);
+  out of the first user message ("min mode"; bare mode would forbid OAuth logins), and an
+  empty git attribution in the command-line settings, which keeps out the attribution
+  reminder (it names the model) that the CLI otherwise puts there whenever Bash is a tool;
 - no session files (`--no-session-persistence`): every turn is a fresh, stateless run;
 - permission mode "default", no `allowed_tools`: every call reaches our approval gate.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -31,6 +34,8 @@ MIN_MODE_ENV: dict[str, str] = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
 }
+# The only settings a turn loads (`setting_sources=[]` drops the user's and the project's).
+CLI_SETTINGS = json.dumps({"attribution": {"commit": "", "pr": ""}}, sort_keys=True)
 # An approval may wait on an operator for a long time. The CLI gives up on a hook after its
 # timeout (60 s by default) and, with on_failure="block", refuses the call; a day is "never".
 APPROVAL_HOOK_TIMEOUT_S = 24 * 3600.0
@@ -65,6 +70,7 @@ def build_options(
         system_prompt=request.system,
         tools=list(request.native_tools),
         setting_sources=[],
+        settings=CLI_SETTINGS,
         permission_mode="default",
         model=request.model or None,
         max_budget_usd=request.max_budget_usd,

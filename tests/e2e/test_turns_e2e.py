@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from runtime.errors import ServiceBusyError
-from runtime.prompt import INTERRUPTED_NOTE
+from runtime.prompt import HEAD_TEXT, INTERRUPTED_NOTE
 from runtime.rehearsal import Faults, Reply, Script
 from runtime.rows import text_of
 from runtime.session import STOPPED_NOTE, SessionEvent, TurnCommitted
@@ -36,6 +37,30 @@ async def test_a_role_doc_edit_reaches_the_next_request(
     first, second = rig.requests()
     assert ROLE_DOC in system_texts(first) and edited not in system_texts(first)
     assert edited in system_texts(second) and ROLE_DOC not in system_texts(second)
+
+
+async def test_the_cli_puts_nothing_volatile_before_our_head_block(
+    rehearse: Rehearse, anyio_backend: str
+) -> None:
+    # DESIGN.md section 5: CLAUDE.md files and the git attribution reminder would land at the
+    # start of the first user message, ahead of our transcript, and break its cached prefix.
+    async with rehearse("[panels.eng]\n") as rig, rig.session() as session:
+        (rig.work / "CLAUDE.md").write_text("PROJECT-CLAUDE-MD\n", encoding="utf-8")
+        user_dir = Path(rig.env["HOME"]) / ".claude"
+        user_dir.mkdir()
+        (user_dir / "CLAUDE.md").write_text("USER-CLAUDE-MD\n", encoding="utf-8")
+        [e async for e in session.turn("first")]
+        [e async for e in session.turn("second")]
+
+    heads = []
+    for body in rig.requests():
+        texts = [str(block["text"]) for block in body["messages"][0]["content"]]
+        heads.append(texts[: texts.index(HEAD_TEXT)])
+    first, second = heads
+    assert first == second  # what the CLI adds before our blocks is the same on every turn
+    injected = "\n".join(first)
+    for volatile in ("CLAUDE-MD", "Attribution", "Co-Authored-By", "MEMORY.md"):
+        assert volatile not in injected
 
 
 async def test_a_stop_mid_turn_leaves_the_store_consistent(
