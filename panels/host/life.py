@@ -94,6 +94,8 @@ async def _loop(runner: PanelRunner, session: Session) -> None:
                 runner.set_state(runner.resting_state(), runner.detail)
             await wake.wait()
             continue
+        if session.halted is not None:
+            await session.resume()  # the operator resumed the panel: lift the session's halt too
         async with slots:
             ran = await _claim_and_run(runner, session)
         if not ran:

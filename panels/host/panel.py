@@ -148,7 +148,7 @@ class PanelRunner:
 
     # -- control verbs -----------------------------------------------------------------------
 
-    def halt_now(self, record: HaltRecord, *, by: str = "host") -> None:
+    def halt_now(self, record: HaltRecord, *, by: str = "host", cancel: bool = True) -> None:
         """Stop the panel: the turn in flight is cancelled, the inbox is left as it is."""
         first = self.halt is None
         self.halt = record
@@ -156,7 +156,7 @@ class PanelRunner:
             self.host.log.emit("halt", self.name, by=by, **record.as_dict())
             if self.session is not None:
                 self.session.debug.write("halt", record.rule, **record.as_dict())
-        if self.turn_scope is not None:
+        if cancel and self.turn_scope is not None:
             self.turn_scope.cancel()
         self.halted_by = by
         self.set_state(self.resting_state(), self.halt_detail())

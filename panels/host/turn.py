@@ -22,7 +22,8 @@ from panels.host.services import TurnContext
 from panels.watchdog.slope import TurnSpend
 from peerbus import Claim
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
-from runtime.errors import DriverError
+from runtime.errors import DriverError, PanelHaltedError
+from runtime.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
 
 SETTLE_TIMEOUT = 15.0
@@ -67,6 +68,10 @@ async def run_turn(
                 outcome = "done"
             except DriverError as exc:
                 error, outcome = exc, "failed"
+            except PanelHaltedError as exc:
+                # The instance's own limits (its config) stopped it before the turn began.
+                runner.halt_now(exc.record, by="session")
+                outcome = "refused"
     finally:
         runner.turn_scope = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
@@ -109,6 +114,9 @@ def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
         log.emit("warning", name, message=event.message)
     elif isinstance(event, Trimmed):
         log.emit("trimmed", name, evicted=list(event.evicted), forced=list(event.forced))
+    elif isinstance(event, Halted):
+        # The session's own guard (the instance's configured limits) ended the turn.
+        runner.halt_now(event.record, by="session", cancel=False)
     elif isinstance(event, TurnCommitted):
         log.emit("turn_committed", name, user_row=event.user_row_id, rows=list(event.row_ids))
 

@@ -94,3 +94,31 @@ async def test_the_team_budget_stops_every_panel(
         (halt,) = await events.wait("halt", "b")
         assert drivers["b"].requests == []
     assert halt.data["rule"] == "team_tokens"
+
+
+async def test_an_instance_halted_by_its_own_limits_stays_halted_without_restarts(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    from runtime.config import InstanceConfig, save_config
+    from runtime.home import InstancePaths
+    from runtime.limits_config import BudgetSettings, LimitsConfig
+    from runtime.store import TurnStore
+
+    team = make_team(tmp_path, panels("a"))
+    paths = InstancePaths.for_name("a", team.state_dir.parents[1])
+    paths.root.mkdir(parents=True)
+    limits = LimitsConfig(budget=BudgetSettings(max_session_turns=1))
+    save_config(paths.config, InstanceConfig(limits=limits))
+    TurnStore.open(paths.turns).close()
+    async with start_host(team, {"a": [reply("one"), reply("two")]}) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "first"})
+        await events.wait("turn_ended", "a")
+        second = await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "again"})
+        (halt,) = await events.wait("halt", "a")
+        await events.wait("settled", "a", count=2)
+        assert host.services.panels["a"].halted_by == "session"
+        assert [p.id for p in await host.services.bus.inbox(operator_route("a"), senders=())] == [
+            second
+        ]
+    assert halt.data["rule"] == "session_turns" and len(drivers["a"].requests) == 1
+    assert not events.of("panel_failed", "a")
