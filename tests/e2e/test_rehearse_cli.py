@@ -90,3 +90,20 @@ def test_the_cli_env_cannot_reach_a_real_service(tmp_path: Path) -> None:
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/p/x"
     assert env["CLAUDE_CODE_USE_BEDROCK"] == env["CLAUDE_CODE_USE_VERTEX"] == ""
     assert env["HOME"] == str(tmp_path)
+
+
+def test_the_coder_example_script_rehearses_a_refused_bash_call(
+    mnemara_home: Path, tmp_path: Path
+) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "rehearsal" / "coder.toml"
+    paths = InstancePaths.for_name("coder-try", mnemara_home)
+    paths.root.mkdir()
+    save_config(paths.config, InstanceConfig())
+    TurnStore.open(paths.turns).close()
+    result = CliRunner().invoke(
+        app,
+        ["rehearse", "-i", "coder-try", "--script", str(example), "--prompt", "run the tests"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "> tool: Bash" in result.stdout and "Bash call not run" in result.stdout
+    assert "The test run was not approved" in result.stdout
