@@ -127,9 +127,10 @@ def test_export_import_reproduces_the_store_exactly(tmp_path: Path) -> None:
     assert mnemara("export", "--instance", "src", "-o", str(dump))[0] == 0
     code, out, _ = mnemara("import", "--instance", "dst", str(dump))
     assert code == 0 and "3 rows" in out
-    with TurnStore.open(InstancePaths.for_name("src").turns) as a, TurnStore.open(
-        InstancePaths.for_name("dst").turns
-    ) as b:
+    with (
+        TurnStore.open(InstancePaths.for_name("src").turns) as a,
+        TurnStore.open(InstancePaths.for_name("dst").turns) as b,
+    ):
         assert a.rows() == b.rows() and a.slots() == b.slots() and a.markers() == b.markers()
     code, _, err = mnemara("import", "--instance", "dst", str(dump))
     assert code == 5 and "replace" in err
