@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -76,10 +77,13 @@ class Host:
         async with AsyncExitStack() as stack:
             self.team.state_dir.mkdir(parents=True, exist_ok=True)
             self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
-            bus = await stack.enter_async_context(
-                open_bus(self.team.bus_path, poll_interval=self.bus_poll,
-                         backstop_interval=max(0.25, self.bus_poll))
-            )  # fmt: skip
+            bus_options: dict[str, Any] = {
+                "poll_interval": self.bus_poll,
+                "backstop_interval": max(0.25, self.bus_poll),
+            }
+            if self.team.silent_types is not None:
+                bus_options["silent_types"] = self.team.silent_types
+            bus = await stack.enter_async_context(open_bus(self.team.bus_path, **bus_options))
             async with anyio.create_task_group() as services_tg:
                 drivers = await self._start_drivers(services_tg)
                 self._build(bus, drivers)

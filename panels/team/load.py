@@ -73,6 +73,8 @@ class TeamSpec:
     runaway_tool_calls: int
     budget: TeamBudget
     panels: tuple[PanelSpec, ...]
+    # Protocol-noise types the bus acks without a turn; None: the bus's default set.
+    silent_types: tuple[str, ...] | None = None
 
     @property
     def hostdb_path(self) -> Path:
