@@ -137,6 +137,7 @@ class TurnRequest:
     sdk_tools: tuple[ToolSpec, ...] = ()
     mcp_servers: tuple[McpServerSpec, ...] = ()
     max_budget_usd: float | None = None
+    max_turns: int | None = None  # model requests allowed in this turn (the SDK's max_turns)
     bash_timeout_seconds: int = 60
     env: dict[str, str] = field(default_factory=dict)
 

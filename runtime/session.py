@@ -62,10 +62,6 @@ from runtime.tools.manifest import FileTracker
 from runtime.tools.mcp_wire import stdio_servers
 
 STOPPED_NOTE = "[turn stopped before it finished]"
-# The CLI moves a Bash command that outlives its timeout to the background, where it runs on
-# past the turn and its checks; with background tasks off the timeout ends it (exit 143), so
-# `bash_timeout_seconds` is a hard limit. Measured with CLI 2.1.332.
-CLI_ENV = {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
 
 
 @dataclass(frozen=True)
@@ -291,7 +287,7 @@ class Session:
             mcp_servers=stdio_servers(self.config.mcp_servers, self.paths.debug_log),
             max_budget_usd=self.guard.budget.sdk_max_budget_usd(),
             bash_timeout_seconds=self.config.bash_timeout_seconds,
-            env=dict(CLI_ENV),
+            max_turns=self.guard.budget.sdk_max_turns(),
         )
         async with aclosing(self.driver.run_turn(request)) as events:
             async for event in events:

@@ -16,7 +16,7 @@ from panels.repl.slash import (
     resolve_model,
 )
 from runtime import window_ops
-from runtime.inspect import describe_row, format_summary, summarize
+from runtime.inspect import SUMMARY_META_KEYS, describe_row, format_summary, summarize
 from runtime.notes import append_note
 from runtime.roledoc import read_role_doc
 from runtime.session import Session
@@ -25,9 +25,7 @@ from runtime.store import TurnStore
 
 async def _summary_text(session: Session) -> str:
     store = session.store
-    meta = {
-        k: v for k in ("last_usage", "forced_pinned_evictions") if (v := await store.get_meta(k))
-    }
+    meta = {k: v for k in SUMMARY_META_KEYS if (v := await store.get_meta(k))}
     summary = summarize(await store.rows(), await store.slots(), session.config, meta)
     return format_summary(summary)
 
@@ -69,14 +67,38 @@ async def evict(session: Session, args: tuple[str, ...]) -> str:
 async def compress(session: Session, args: tuple[str, ...]) -> str:
     rows = await session.store.rows()
     current = sum(r.tokens for r in rows)
-    if args and args[0] in ("reads", "smart"):
-        raise SlashError(f"/compress {args[0]} arrives with the agent's eviction tools")
+    if args and args[0] == "reads":
+        from runtime.tools.compress_reads import compress_reads
+
+        stubbed = await compress_reads(session.store)
+        session.debug.write("eviction", "operator_compress_reads", rows=stubbed)
+        return f"repeated reads stubbed in {len(stubbed)} rows (the latest read of each file kept)"
     target = parse_token_count(args[0]) if args else max(1_000, current // 4)
     plan = window_ops.plan_compress(rows, target)
     changed = await window_ops.apply_plan(session.store, plan)
     session.debug.write("eviction", "operator_compress", target=target, rows=changed)
     after = sum(r.tokens for r in await session.store.rows())
     return f"compressed {current} -> {after} tokens (target {target}; {changed} rows changed)"
+
+
+async def skeleton(session: Session, args: tuple[str, ...]) -> str:
+    from runtime.tools.skeleton import skeleton_of
+
+    if len(args) != 1:
+        raise SlashError("usage: /skeleton PATH")
+    path = anyio.Path(args[0])
+    try:
+        source = await (await path.expanduser()).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SlashError(f"cannot read {args[0]}: {exc.strerror}") from None
+    return skeleton_of(source, args[0])
+
+
+async def resume(session: Session) -> str:
+    if session.halted is None:
+        return "the panel is not halted"
+    await session.resume()
+    return "resumed: the sentinel and the budget counters start again from here"
 
 
 async def role(session: Session, args: tuple[str, ...]) -> str:
@@ -153,4 +175,8 @@ async def dispatch(session: Session, command: Command) -> str | None:
         return await import_(session, args)
     if name == "stop":
         return "no turn is running"
+    if name == "resume":
+        return await resume(session)
+    if name == "skeleton":
+        return await skeleton(session, args)
     raise SlashError(f"unknown command /{name}; /help lists them")

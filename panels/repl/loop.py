@@ -18,6 +18,7 @@ from runtime.driver import (
     Usage,
 )
 from runtime.errors import DriverError, MnemaraError
+from runtime.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed, open_session
 
 PROMPT = "you> "
@@ -58,6 +59,9 @@ async def run_turn(session: Session, terminal: Terminal, text: str) -> None:
                 elif isinstance(event, Trimmed):
                     forced = f", {len(event.forced)} pinned forced" if event.forced else ""
                     terminal.write(f"[window trimmed: {len(event.evicted)} rows{forced}]\n")
+                elif isinstance(event, Halted):
+                    terminal.write(f"\n{safe(event.record.notice())}\n/resume lets it go on.\n")
+                    at_line_start = True
                 elif isinstance(event, Usage | Cost):
                     pass
         if scope.cancelled_caught:

@@ -33,6 +33,9 @@ MIN_MODE_ENV: dict[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
+    # A Bash command that outlives its timeout would otherwise move to the background and keep
+    # running past the turn; with this it is killed at `bash_timeout_seconds`.
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
 }
 # The only settings a turn loads (`setting_sources=[]` drops the user's and the project's).
 CLI_SETTINGS = json.dumps({"attribution": {"commit": "", "pr": ""}}, sort_keys=True)
@@ -74,6 +77,7 @@ def build_options(
         permission_mode="default",
         model=request.model or None,
         max_budget_usd=request.max_budget_usd,
+        max_turns=request.max_turns,
         cwd=str(request.cwd),
         cli_path=cli_path,
         env=build_env(request, env),

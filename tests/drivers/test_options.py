@@ -25,7 +25,7 @@ def options_for(request: Any, **kwargs: Any) -> ClaudeAgentOptions:
 def test_options_keep_the_prompt_and_tools_fixed_and_permissions_ours(
     make_request: Any, tmp_path: Any
 ) -> None:
-    request = make_request(max_budget_usd=0.5)
+    request = make_request(max_budget_usd=0.5, max_turns=7)
     options = options_for(request, cli_path="/opt/claude")
 
     assert options.system_prompt == request.system  # the role doc, verbatim, as a str
@@ -40,6 +40,7 @@ def test_options_keep_the_prompt_and_tools_fixed_and_permissions_ours(
     assert options.strict_mcp_config
     assert options.extra_args == {"no-session-persistence": None}  # min mode, not bare
     assert options.model == "claude-test" and options.max_budget_usd == 0.5
+    assert options.max_turns == 7
     assert options.cwd == str(tmp_path) and options.cli_path == "/opt/claude"
     assert options.mcp_servers == {}
 
@@ -52,6 +53,7 @@ def test_env_switches_bash_timeout_and_override_order(make_request: Any) -> None
     assert env["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] == "1"
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["DISABLE_AUTOUPDATER"] == "1"
+    assert env["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
     assert env["DISABLE_TELEMETRY"] == "0"  # the driver's env wins over our defaults
     assert env["BASH_DEFAULT_TIMEOUT_MS"] == env["BASH_MAX_TIMEOUT_MS"] == "90000"
     assert env["X"] == "request" and env["Y"] == "driver"  # and the request's over the driver's

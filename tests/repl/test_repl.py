@@ -173,3 +173,35 @@ def test_run_without_credentials_says_how_to_provide_them(
     assert "ANTHROPIC_BASE_URL" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert "user      interrupted" in done.stdout  # the unanswered input is kept and marked
+
+
+@pytest.mark.anyio
+async def test_sentinel_halt_is_shown_and_resume_lets_the_panel_go_on(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    config = InstanceConfig.model_validate_json(instance.config.read_text())
+    save_config(instance.config, config.model_copy(update={"runtime_sentinel": True}))
+    driver = ScriptedDriver(
+        [
+            [ToolCall(f"p{i}", "Read", {"file_path": "/tmp/x"}) for i in range(3)] + [Done()],
+            [TextDelta("back to work"), Done()],
+        ]
+    )
+    out = await drive_repl(["poll", "again?", "/resume", "go on", "/quit"], driver, tmp_path)
+    assert "[SENTINEL HALT]" in out and "/resume lets it go on." in out
+    refused = out.split("/resume lets it go on.")[1].split("resumed:")[0]
+    assert "[error]" in refused and "halted" in refused  # the turn while halted is refused
+    assert len(driver.requests) == 2  # ... and never reached the model
+    assert "resumed:" in out
+    assert "assistant: back to work" in out
+
+
+@pytest.mark.anyio
+async def test_skeleton_and_compress_reads(instance: InstancePaths, tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text('def f(a: int) -> int:\n    """Add one."""\n    return a + 1\n')
+    out = await drive_repl(
+        [f"/skeleton {source}", "/compress reads", "/quit"], ScriptedDriver([]), tmp_path
+    )
+    assert "def f(a: int) -> int" in out and "Add one." in out and "return a + 1" not in out
+    assert "repeated reads stubbed in 0 rows" in out
