@@ -127,3 +127,27 @@ def test_up_detached_send_ps_down_on_the_solo_example(tmp_path: Path) -> None:
         stopped = mnemara("down", "--team", "solo")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert not (tmp_path / "home" / "_teams" / "solo" / "host.pid").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_headless_host_cleanly(tmp_path: Path) -> None:
+    import signal
+
+    example = tmp_path / "solo"
+    shutil.copytree(ROOT / "examples" / "teams" / "solo", example)
+    env = {**os.environ, "MNEMARA_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    host = subprocess.Popen(
+        [sys.executable, "-m", "panels.cli.main", "up", str(example / "team.toml"), "--headless"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert host.stdout is not None
+    seen = []
+    for line in host.stdout:  # blocks until the host says it is ready
+        seen.append(line)
+        if "host ready" in line:
+            break
+    host.send_signal(signal.SIGTERM)
+    rest, _ = host.communicate(timeout=60)
+    assert host.returncode == 0, "".join(seen) + rest
+    assert "host stopping" in rest and "host stopped" in rest
+    assert not (tmp_path / "home" / "_teams" / "solo" / "host.pid").exists()
