@@ -1,8 +1,11 @@
-"""Applying viewers' commands: the control table's verbs, checked and carried out.
+"""Applying viewers' commands and the watchdog's actions: checked, carried out, recorded.
 
-`apply_command` is called by the host's control loop for each pending row, in id order, and
-returns (ok, outcome) for the row. It never raises for a bad command: an unknown panel, a
-missing argument or an answer to a question nobody asks is a failed command with a reason.
+`serve_control` reads the control table's pending rows in id order whenever another process
+commits to host.sqlite (or the host pokes it), applies each with `apply_command`, and marks
+it done or failed with an outcome. A bad command never raises: an unknown panel, a missing
+argument or an answer to a question nobody asks is a failed command with a reason.
+`watchdog_action` is the host side of the watchdog panel's tools: the target must be another
+panel of the team, and every action is written to the event log with its actor and reason.
 """
 
 from __future__ import annotations
@@ -10,8 +13,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import anyio
+import anyio.abc
+
 from panels.host.delivery import OPERATOR, operator_route
+from panels.host.wakeup import Wakeup
 from panels.hostdb import Command
+from panels.watchdog import ActionRefusedError
 from peerbus import PeerbusError
 from runtime.policy.approver import Answer
 from runtime.sentinel import HaltRecord
@@ -105,3 +113,58 @@ async def _tokens(host: Host, cmd: Command) -> tuple[bool, str]:
     runner.session.config = runner.session.config.model_copy(update={"max_window_tokens": value})
     host.services.log.emit("tokens", runner.name, max_window_tokens=value)
     return True, f"max_window_tokens is {value}"
+
+
+async def serve_control(
+    host: Host,
+    poke: Wakeup,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    task_status.started()
+    db, log = host.db, host.services.log
+    while True:
+        poked = poke.event
+        for cmd in await db.pending_commands():
+            ok, outcome = await apply_command(host, cmd)
+            await db.finish_command(cmd.id, ok=ok, outcome=outcome)
+            log.emit("command", cmd.panel, id=cmd.id, verb=cmd.verb, args=cmd.args, ok=ok,
+                     outcome=outcome)  # fmt: skip
+        async with anyio.create_task_group() as tg:
+
+            async def on_poke(poked: anyio.Event = poked) -> None:
+                await poked.wait()
+                tg.cancel_scope.cancel()
+
+            async def on_change() -> None:
+                await db.wait_for_change(5.0)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_poke)
+            tg.start_soon(on_change)
+
+
+async def watchdog_action(host: Host, actor: str, verb: str, target: str, text: str) -> str:
+    panels = host.services.panels
+    if target not in panels:
+        raise ActionRefusedError(f"no panel {target!r}; the team has {', '.join(panels)}")
+    if target == actor:
+        raise ActionRefusedError("a watchdog does not act on itself")
+    runner = panels[target]
+    if verb == "halt":
+        runner.halt_now(operator_halt(text, "watchdog"), by=actor)
+        outcome = f"{target} is halted; its inbox is kept"
+    elif verb == "pause":
+        runner.pause(text)
+        outcome = f"{target} is paused"
+    elif verb == "resume":
+        runner.resume()
+        outcome = f"{target} is resumed"
+    elif verb == "nudge":
+        ident = await host.services.bus.submit(actor, target, {"type": "nudge", "text": text})
+        outcome = f"nudge sent to {target} as message {ident}"
+    else:
+        raise ActionRefusedError(f"unknown action {verb!r}")
+    host.services.log.emit("watchdog_action", target, actor=actor, verb=verb, text=text,
+                           outcome=outcome)  # fmt: skip
+    return outcome

@@ -81,7 +81,7 @@ async def run_demo(
     for line in table([r.status_row() for r in runners.values()]):
         out(line)
     if host.rehearsal is not None:
-        totals = host.rehearsal.totals()  # type: ignore[attr-defined]
+        totals = host.rehearsal.totals()
         out(f"model requests answered by the rehearsal model: {totals.requests}, "
             f"cost as billed ${totals.cost_usd:.4f}")  # fmt: skip
     out(f"the watchdog halted the runaway engineer: {'yes' if halted else 'NO'}")

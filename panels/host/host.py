@@ -14,14 +14,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from panels.host.asker import Approvals
 from panels.host.bustools import bus_tools
-from panels.host.control import apply_command, operator_halt
+from panels.host.control import serve_control, watchdog_action
 from panels.host.digests import DigestService
 from panels.host.drivers import claude_drivers
 from panels.host.eventlog import EventLog, Listener
@@ -33,9 +34,13 @@ from panels.host.teambudget import team_over_budget
 from panels.host.wakeup import BusWatch, Wakeup
 from panels.hostdb import HostDb, open_hostdb
 from panels.team import TeamSpec
-from panels.watchdog import ActionRefusedError, DigestSettings, watchdog_tools
+from panels.watchdog import DigestSettings, watchdog_tools
 from peerbus import Bus, open_bus
+from runtime.driver import ToolSpec
 from runtime.sentinel import HaltRecord
+
+if TYPE_CHECKING:
+    from runtime.rehearsal import RehearsalServer
 
 
 class Host:
@@ -44,7 +49,7 @@ class Host:
         team: TeamSpec,
         *,
         drivers: DriverFactory | None = None,
-        home: object = None,
+        home: Path | None = None,
         policy: RestartPolicy | None = None,
         grace: float = 20.0,
         digest: DigestSettings | None = None,
@@ -67,7 +72,7 @@ class Host:
         self.services: HostServices
         self.db: HostDb
         self.digests: DigestService
-        self.rehearsal: object | None = None
+        self.rehearsal: RehearsalServer | None = None
 
     # -- the life of the host ----------------------------------------------------------------
 
@@ -127,7 +132,7 @@ class Host:
             watch=BusWatch(bus),
             drivers=drivers,
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
-            home=self._home if isinstance(self._home, type(self.team.state_dir)) else None,
+            home=self._home,
             team_check=self.team_check,
         )
         for spec in self.team.panels:
@@ -135,7 +140,7 @@ class Host:
         log.track_status(lambda: [r.status_row() for r in self.services.panels.values()])
         self.digests = DigestService(self.services, settings=self.digest_settings)
 
-    def _tools(self, runner: PanelRunner) -> list:  # type: ignore[type-arg]
+    def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
         tools = bus_tools(runner)
         if runner.spec.is_watchdog:
             tools += watchdog_tools(self, runner.name)
@@ -195,51 +200,10 @@ class Host:
     async def _control_loop(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        task_status.started()
-        while True:
-            poke = self._control_poke.event
-            for cmd in await self.db.pending_commands():
-                ok, outcome = await apply_command(self, cmd)
-                await self.db.finish_command(cmd.id, ok=ok, outcome=outcome)
-                self.services.log.emit("command", cmd.panel, id=cmd.id, verb=cmd.verb,
-                                       args=cmd.args, ok=ok, outcome=outcome)  # fmt: skip
-            async with anyio.create_task_group() as tg:
-
-                async def on_poke(poke: anyio.Event = poke) -> None:
-                    await poke.wait()
-                    tg.cancel_scope.cancel()
-
-                async def on_change() -> None:
-                    await self.db.wait_for_change(5.0)
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(on_poke)
-                tg.start_soon(on_change)
+        await serve_control(self, self._control_poke, task_status=task_status)
 
     async def watchdog_action(self, actor: str, verb: str, target: str, text: str) -> str:
-        panels = self.services.panels
-        if target not in panels:
-            raise ActionRefusedError(f"no panel {target!r}; the team has {', '.join(panels)}")
-        if target == actor:
-            raise ActionRefusedError("a watchdog does not act on itself")
-        runner = panels[target]
-        if verb == "halt":
-            runner.halt_now(operator_halt(text, "watchdog"), by=actor)
-            outcome = f"{target} is halted; its inbox is kept"
-        elif verb == "pause":
-            runner.pause(text)
-            outcome = f"{target} is paused"
-        elif verb == "resume":
-            runner.resume()
-            outcome = f"{target} is resumed"
-        elif verb == "nudge":
-            ident = await self.services.bus.submit(actor, target, {"type": "nudge", "text": text})
-            outcome = f"nudge sent to {target} as message {ident}"
-        else:
-            raise ActionRefusedError(f"unknown action {verb!r}")
-        self.services.log.emit("watchdog_action", target, actor=actor, verb=verb, text=text,
-                               outcome=outcome)  # fmt: skip
-        return outcome
+        return await watchdog_action(self, actor, verb, target, text)
 
     async def quiet(self) -> bool:
         """No turn running, nothing waiting for a panel that may run, no digest due."""
@@ -265,9 +229,9 @@ class Host:
 
 
 @asynccontextmanager
-async def open_host(team: TeamSpec, **options: object) -> AsyncIterator[Host]:
+async def open_host(team: TeamSpec, **options: Any) -> AsyncIterator[Host]:
     """Run a host for the block (tests, the demo, benchmarks); stopped cleanly at the end."""
-    host = Host(team, **options)  # type: ignore[arg-type]
+    host = Host(team, **options)
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
         try:

@@ -94,7 +94,7 @@ async def test_a_cli_killed_mid_turn_is_restarted_and_its_message_processed_once
         # The CLI is an outside process with no event to wait on: look (bounded) until its
         # model request is in flight, then kill it.
         with anyio.fail_after(30):
-            while not host.rehearsal.requests("worker"):  # type: ignore[attr-defined]  # noqa: ASYNC110
+            while host.rehearsal and not host.rehearsal.requests("worker"):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
         pids = cli_children()
         assert pids
