@@ -69,7 +69,7 @@ class DigestService:
     def due(self) -> bool:
         """A watchdog would get a digest at the next interval."""
         return any(
-            digest_key(self.snapshot(dog.name)) != self._last_key.get(dog.name)
+            digest_key(self.snapshot(dog.name), self.settings) != self._last_key.get(dog.name)
             for dog in self.services.panels.values()
             if dog.spec.is_watchdog
         )
@@ -80,7 +80,7 @@ class DigestService:
         watchdogs = [r for r in self.services.panels.values() if r.spec.is_watchdog]
         for dog in watchdogs:
             panels = self.snapshot(dog.name)
-            key = digest_key(panels)
+            key = digest_key(panels, self.settings)
             if key == self._last_key.get(dog.name):
                 continue
             payload = build_digest(panels, self.settings)

@@ -76,10 +76,13 @@ def build_digest(panels: Sequence[Activity], settings: DigestSettings) -> dict[s
 BUSY = frozenset({"thinking", "tool", "approval"})
 
 
-def digest_key(panels: Sequence[Activity]) -> tuple[Any, ...]:
-    """What must differ for a new digest to be worth a watchdog turn: not ages or rates, and
-    not a panel moving between thinking and running a tool."""
-    return tuple(
-        (p.name, "busy" if p.state in BUSY else p.state, p.turns, p.turn_calls, p.halt)
-        for p in panels
+def digest_key(panels: Sequence[Activity], settings: DigestSettings) -> tuple[Any, ...]:
+    """What must differ for a new digest to be worth a watchdog turn: a turn finished, a
+    panel stopped or started, an alert appeared or went. Not ages or rates, not a panel
+    moving between thinking and running a tool, not each further tool call of a turn."""
+    # An alert counts by what it names ("runaway: eng"), not by its moving figures.
+    named = tuple(a.split(" has ")[0] for a in alerts(panels, settings))
+    states = tuple(
+        (p.name, "busy" if p.state in BUSY else p.state, p.turns, p.halt) for p in panels
     )
+    return (states, named)

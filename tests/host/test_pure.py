@@ -139,4 +139,8 @@ def test_digest_alerts_on_runaways_and_halts() -> None:
     assert [a.split(":")[0] for a in digest["alerts"]] == ["runaway", "halted", "long turn"]
     assert digest["panels"][0]["recent_tool_calls"] == ["Bash a"]
     moved = [activity("eng", state="tool", turn_calls=6, turn_seconds=99), *panels[1:]]
-    assert digest_key(moved) == digest_key(panels)  # ages alone are no news
+    assert digest_key(moved, settings) == digest_key(panels, settings)  # ages are no news
+    one_more = [activity("eng", state="tool", turn_calls=7, turn_seconds=15), *panels[1:]]
+    assert digest_key(one_more, settings) == digest_key(panels, settings)  # nor each call
+    quiet = [activity("eng", state="tool", turn_calls=2, turn_seconds=15), *panels[1:]]
+    assert digest_key(quiet, settings) != digest_key(panels, settings)  # the alert went
