@@ -127,6 +127,11 @@ async def _claim_and_run(runner: PanelRunner, session: Session) -> bool:
     claims = [c for c in claims if c.messages]
     if not claims:
         return False
+    if runner.halt is not None or runner.stopping:
+        # Halted or stopping while it claimed: give the batch back untouched.
+        for claim in claims:
+            await host.bus.nack(claim)
+        return True
     consumed = await session.store.consumed_ids()
     already = {i for c in claims for i in c.ids if i in consumed}
     if already:
