@@ -15,8 +15,17 @@ input tokens, cache writes, cache reads, billed input-token equivalents (reads 0
 cache-read share >= 85% of input tokens from turn 10 on, and billed <= 0.25x the baseline.
 
     .venv/bin/python bench/token_cost.py [--turns 100] [--every 5] [--model claude-opus-4-7]
+        [--low-water 0.75] [--cli-env KEY=VALUE ...]
+
+The figures depend on the model id, because the CLI shapes its requests per model: for
+claude-opus-4-7 (our default) it puts its environment and date reminders at the start of the
+user message and its last breakpoint on the last block, so the baseline's second and third
+requests of a turn read the first one's entry; for claude-opus-5-5 they go in a trailing
+system message that changes shape after a tool call, and the baseline re-writes every request.
+`--low-water` and `--cli-env` are there to measure the levers (window steps, CLI switches).
 
 No network, no key, no tokens: the CLI's HOME is a temp dir and its base URL is loopback.
+Exit status 0 when both targets are met, 1 otherwise.
 """
 
 from __future__ import annotations
