@@ -21,6 +21,7 @@ EXIT_CODES = {
     "FetchError": 7,
     "PolicyError": 8,
     "PeerbusError": 9,
+    "HostError": 10,
 }
 
 

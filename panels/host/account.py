@@ -6,7 +6,7 @@ cut to a width, so nothing a panel writes can move the cursor or forge another l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from panels.hostdb import Event, PanelRow
@@ -90,6 +90,20 @@ def format_event(event: Event, start: float | None = None, *, verbose: bool = Fa
         line = f"{event.panel or 'host'} {event.kind}: {clean(event.data)}"
     stamp = f"{event.ts - start:6.1f}s" if start is not None else f"#{event.id}"
     return f"{stamp}  {line}"[: WIDTH * 3]
+
+
+def printer(out: Callable[[str], None], *, skip: Collection[str] = ()) -> Callable[[Event], None]:
+    """A host listener that prints each event as a line, timed from the first event seen."""
+    first: list[float] = []
+
+    def show(event: Event) -> None:
+        if not first:
+            first.append(event.ts)
+        line = format_event(event, first[0])
+        if line is not None and event.kind not in skip:
+            out(line)
+
+    return show
 
 
 def account(events: Iterable[Event], *, verbose: bool = False) -> list[str]:

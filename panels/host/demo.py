@@ -17,9 +17,9 @@ from pathlib import Path
 
 import anyio
 
-from panels.host.account import format_event, table
+from panels.host.account import printer, table
 from panels.host.host import Host
-from panels.hostdb import Event, connect, submit_command
+from panels.hostdb import connect, submit_command
 from panels.team import load_team
 
 REQUEST = "Build a word counter: a wordcount.py that counts words, then a --top N option."
@@ -51,20 +51,10 @@ async def run_demo(
     out(f"operator -> producer: {request}")
     out("")
     started = anyio.current_time()
-    first: list[float] = []
-
-    def show(event: Event) -> None:
-        if not first:
-            first.append(event.ts)
-        line = format_event(event, first[0])
-        if line is not None:
-            out(line)
-
-    host = Host(team, home=scratch / "home", grace=10.0)
+    host = Host(team, home=scratch / "home", grace=10.0, listeners=[printer(out)])
     quiet = False
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
-        host.services.log.listen(show)
         viewer = connect(team.hostdb_path)
         submit_command(viewer, "input", panel="producer", args={"text": request})
         viewer.close()

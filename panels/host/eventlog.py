@@ -81,6 +81,14 @@ class EventLog:
         flushed, self._flushed = self._flushed, anyio.Event()
         flushed.set()
 
+    async def write_status(self) -> None:
+        """Write the panels' status rows now, without flushing events (readiness: a viewer
+        such as `send` must find every panel as soon as the host says it is up)."""
+        if self._status is not None:
+            rows = self._status()
+            await self.db.upsert_panels(rows)
+            self._last_status = rows
+
     async def flushed(self) -> None:
         """Wait for the next flush to finish (tests and shutdown)."""
         await self._flushed.wait()

@@ -98,6 +98,7 @@ class Host:
                 async with anyio.create_task_group() as panels_tg:
                     for runner in self.services.panels.values():
                         await panels_tg.start(supervise, runner, self._tools(runner), self.policy)
+                    await self.services.log.write_status()
                     self.services.log.emit("host_ready", panels=list(self.services.panels))
                     await services_tg.start(self._control_loop)
                     await services_tg.start(self.digests.serve)

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import anyio
 
-from panels.host.account import format_event
+from panels.host.account import printer
 from panels.host.errors import HostRunningError
 from panels.host.host import Host
-from panels.hostdb import Event
 from panels.team import TeamSpec
 
 
@@ -60,21 +59,13 @@ async def run_headless(team: TeamSpec, *, out: Callable[[str], None] = print) ->
     """Run the team's host in the foreground until a signal or `mnemara down`."""
     take_pid_file(team)
     try:
-        host = Host(team)
-        start: list[float] = []
+        # The listener and the signal handlers are in place before the host starts, so
+        # "host ready" is always printed and a signal right after it is never missed.
+        host = Host(team, listeners=[printer(out)])
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
 
-        def show(event: Event) -> None:
-            start.append(start[0] if start else event.ts)
-            line = format_event(event, start[0])
-            if line is not None:
-                out(line)
-
-        async with anyio.create_task_group() as tg:
-            await tg.start(host.serve)
-            host.services.log.listen(show)
-
-            async def on_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async def on_signals() -> None:
                     count = 0
                     async for _ in signals:
                         count += 1
@@ -84,8 +75,9 @@ async def run_headless(team: TeamSpec, *, out: Callable[[str], None] = print) ->
                         else:
                             tg.cancel_scope.cancel()
 
-            tg.start_soon(on_signals)
-            await host.stopped()
-            tg.cancel_scope.cancel()
+                tg.start_soon(on_signals)
+                await tg.start(host.serve)
+                await host.stopped()
+                tg.cancel_scope.cancel()
     finally:
         release_pid_file(team)

@@ -21,11 +21,10 @@ from pathlib import Path
 
 import anyio
 
-from panels.host.account import format_event
+from panels.host.account import printer
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.host import Host
 from panels.host.services import DriverFactory
-from panels.hostdb import Event
 from panels.team import BatchSettings, PanelSpec, TeamBudget, TeamSpec
 from runtime.config import load_config
 from runtime.home import InstancePaths, mnemara_home
@@ -88,15 +87,12 @@ async def run_solo_host(
 ) -> None:
     """Run the one-panel team until `/quit` or the end of `lines`."""
     name = team.panels[0].name
-    start: list[float] = []
-
-    def show(event: Event) -> None:
-        start.append(start[0] if start else event.ts)
-        line = format_event(event, start[0])
-        if line is not None and event.kind not in ("host_ready", "panel_started"):
-            out(line)
-
-    host = Host(team, drivers=drivers, home=home, listeners=[show])
+    host = Host(
+        team,
+        drivers=drivers,
+        home=home,
+        listeners=[printer(out, skip=("host_ready", "panel_started"))],
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
         bus = host.services.bus

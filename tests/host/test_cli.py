@@ -73,7 +73,7 @@ def test_commands_queue_while_no_host_runs(stopped_team: Path) -> None:
 
 def test_a_team_that_never_ran_is_an_error(mnemara_home: Path) -> None:
     result = invoke("ps", "--team", "nobody")
-    assert result.exit_code == 1 and "mnemara up" in result.output
+    assert result.exit_code == 10 and "mnemara up" in result.output
 
 
 @pytest.mark.anyio
