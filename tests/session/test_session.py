@@ -216,9 +216,9 @@ async def test_window_is_trimmed_in_steps_after_a_turn(
     async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
         await run(s, "a")
         await run(s, "b")
-        events = await run(s, "c")  # 6 rows > 4: drop to 3 (low water 0.75)
+        events = await run(s, "c")  # 6 rows > 4: drop to int(4 * 0.6) = 2 (the low-water mark)
         rows = await s.store.rows()
-    assert len(rows) == 3
+    assert len(rows) == 2
     assert any(type(e).__name__ == "Trimmed" for e in events)
     assert "window_trim" in instance.debug_log.read_text(encoding="utf-8")
 
