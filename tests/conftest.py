@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from runtime.config import InstanceConfig, load_config, save_config
+from runtime.driver import Decision, ToolCallRequest
+from runtime.home import InstancePaths
+from runtime.store import TurnStore
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -19,3 +27,63 @@ def mnemara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("MNEMARA_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def instance(mnemara_home: Path) -> InstancePaths:
+    """A fresh instance `t1` with a role doc ("ROLE v1") and an empty store."""
+    paths = InstancePaths.for_name("t1", mnemara_home)
+    paths.root.mkdir()
+    paths.role.write_text("ROLE v1", encoding="utf-8")
+    save_config(paths.config, InstanceConfig(role_doc_path=str(paths.role)))
+    TurnStore.open(paths.turns).close()
+    return paths
+
+
+@pytest.fixture
+def configure(instance: InstancePaths) -> Callable[..., InstanceConfig]:
+    """Change fields of the instance's config.json (validated, as a user's edit would be)."""
+
+    def change(**fields: Any) -> InstanceConfig:
+        data = load_config(instance.config).model_dump(mode="json")
+        data.update(fields)
+        config = InstanceConfig.model_validate(data)
+        save_config(instance.config, config)
+        return config
+
+    return change
+
+
+class AllowAll:
+    """An approver that allows every call and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[ToolCallRequest] = []
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        self.asked.append(call)
+        return Decision(allow=True)
+
+
+@pytest.fixture
+def approver() -> AllowAll:
+    return AllowAll()
+
+
+def _cli_children() -> list[str]:
+    me, found = str(os.getpid()), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and "claude" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.fixture
+def cli_children() -> Callable[[], list[str]]:
+    """The command lines of this process's children that are Claude Code CLIs (/proc)."""
+    return _cli_children

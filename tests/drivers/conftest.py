@@ -6,7 +6,6 @@ collected with --import-mode=importlib, which adds nothing to sys.path itself).
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -56,22 +55,3 @@ def make_request(tmp_path: Path, approver: RecordingApprover) -> Callable[..., T
         return TurnRequest(**fields)
 
     return make
-
-
-def _cli_children() -> list[str]:
-    me, found = str(os.getpid()), []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and "claude" in cmdline:
-            found.append(cmdline)
-    return found
-
-
-@pytest.fixture
-def cli_children() -> Callable[[], list[str]]:
-    """Lists the command lines of this process's children that are Claude Code CLIs (/proc)."""
-    return _cli_children

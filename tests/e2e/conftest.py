@@ -117,22 +117,3 @@ def rehearse(tmp_path: Path, mnemara_home: Path, monkeypatch: pytest.MonkeyPatch
             yield Rig(server, env, ClaudeDriver(env=env), paths, home, work, outside)
 
     return start
-
-
-def _cli_children() -> list[str]:
-    me, found = str(os.getpid()), []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and "claude" in cmdline:
-            found.append(cmdline)
-    return found
-
-
-@pytest.fixture
-def cli_children() -> Callable[[], list[str]]:
-    """The command lines of this process's children that are Claude Code CLIs (/proc)."""
-    return _cli_children
