@@ -265,10 +265,16 @@ def stream(event: Frame) -> Frame:
     }
 
 
-def streamed_text(message_id: str, *chunks: str) -> list[Frame]:
-    """The stream events of one text block written in `chunks`."""
+def streamed_text(
+    message_id: str, *chunks: str, usage: Frame | None = None, model: str = "fake-model"
+) -> list[Frame]:
+    """The stream events of one text block written in `chunks`. With `usage`, its
+    message_start carries it as the real CLI's does: input counts final, output_tokens 1."""
+    start: Frame = {"id": message_id, "model": model, "content": []}
+    if usage is not None:
+        start["usage"] = usage | {"output_tokens": 1}
     return [
-        stream({"type": "message_start", "message": {"id": message_id, "content": []}}),
+        stream({"type": "message_start", "message": start}),
         stream({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
         *(
             stream(
@@ -284,9 +290,25 @@ def streamed_text(message_id: str, *chunks: str) -> list[Frame]:
     ]
 
 
-def assistant(*blocks: Frame, message_id: str = "msg_1", error: str | None = None) -> Frame:
-    model = "<synthetic>" if error else "fake-model"
-    message = {"id": message_id, "model": model, "content": list(blocks)}
+def message_end(usage: Frame, stop_reason: str = "end_turn") -> list[Frame]:
+    """The stream events that close a response: the final usage, then message_stop."""
+    delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": usage}
+    return [stream(delta), stream({"type": "message_stop"})]
+
+
+def assistant(
+    *blocks: Frame,
+    message_id: str = "msg_1",
+    error: str | None = None,
+    usage: Frame | None = None,
+    model: str = "fake-model",
+) -> Frame:
+    """One whole assistant message; the CLI sends one per content block, each with the usage
+    of the response's message_start (so output_tokens 1), which `usage` is given as here."""
+    model = "<synthetic>" if error else model
+    message: Frame = {"id": message_id, "model": model, "content": list(blocks)}
+    if usage is not None:
+        message["usage"] = usage
     frame: Frame = {"type": "assistant", "message": message, "parent_tool_use_id": None}
     frame["session_id"] = SESSION
     if error:

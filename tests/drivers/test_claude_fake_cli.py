@@ -13,10 +13,12 @@ from claude_agent_sdk import CLIConnectionError
 from fake_cli import (
     AwaitInterrupt,
     FakeCli,
+    Frame,
     Script,
     Step,
     UseTool,
     assistant,
+    message_end,
     result,
     streamed_text,
     text,
@@ -24,6 +26,7 @@ from fake_cli import (
 )
 
 from runtime.claude import ClaudeDriver
+from runtime.claude.events import add_usage, usage_from, usage_remainder
 from runtime.driver import (
     Cost,
     Decision,
@@ -40,6 +43,7 @@ from runtime.driver import (
     Usage,
 )
 from runtime.errors import CREDENTIALS_HELP
+from runtime.pricing import request_cost_usd
 
 pytestmark = pytest.mark.anyio
 
@@ -275,3 +279,134 @@ async def test_stopping_mid_turn_interrupts_the_cli_and_closes_it(
                     scope.cancel()
     assert got == [TextDelta("partial")]
     assert fake.interrupted and fake.closed
+
+
+# -- usage: one event per model request, as soon as the request's counts are final ------------
+SONNET = "claude-sonnet-4-6"
+FIRST = {"input_tokens": 20, "output_tokens": 30, "cache_creation_input_tokens": 2000}
+SECOND = {"input_tokens": 5, "output_tokens": 12, "cache_read_input_tokens": 2000}
+
+
+def summed(*usages: dict[str, int]) -> dict[str, int]:
+    keys = {k for u in usages for k in u}
+    return {k: sum(u.get(k, 0) for u in usages) for k in keys}
+
+
+def request_frames(message_id: str, usage: dict[str, int], *blocks: Frame) -> list[Step]:
+    """One model request as the CLI streams it: the start with its input counts, the whole
+    messages (one per block, each with the start's usage), then the delta with the final usage."""
+    start_usage = usage | {"output_tokens": 1}
+    return [
+        *streamed_text(message_id, "…", usage=usage, model=SONNET),
+        *(assistant(b, message_id=message_id, usage=start_usage, model=SONNET) for b in blocks),
+        *message_end(usage),
+    ]
+
+
+def request_usd(usage: dict[str, int]) -> float:
+    return request_cost_usd(
+        SONNET,
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cache_write_5m_tokens=usage.get("cache_creation_input_tokens", 0),
+        cache_read_tokens=usage.get("cache_read_input_tokens", 0),
+    )
+
+
+def two_request_script(total: dict[str, int], cost: float) -> Script:
+    async def script(cli: FakeCli) -> AsyncGenerator[Step, Any]:
+        for frame in request_frames(
+            "msg_1", FIRST, text("Looking."), tool_use("toolu_1", "Bash", {"command": "ls"})
+        ):
+            yield frame
+        yield UseTool("toolu_1", "Bash", {"command": "ls"})
+        for frame in request_frames("msg_2", SECOND, text("Done.")):
+            yield frame
+        yield result(usage=total, cost=cost)
+
+    return script
+
+
+async def test_each_model_request_is_reported_once_and_they_sum_to_the_result(
+    make_request: Any,
+) -> None:
+    events, _ = await run(two_request_script(summed(FIRST, SECOND), 0.02), make_request())
+
+    usages = [e for e in events if isinstance(e, Usage)]
+    assert usages == [usage_from(FIRST), usage_from(SECOND)]  # output from the deltas, not 1
+    assert add_usage(*usages) == usage_from(summed(FIRST, SECOND))  # nothing left over
+    # The first request's usage reaches the consumer before its tool runs: a budget sees it.
+    assert events.index(usages[0]) < events.index(
+        ToolResult("toolu_1", 'ran Bash {"command": "ls"}')
+    )
+    costs = [e.usd for e in events if isinstance(e, Cost)]
+    first, both = request_usd(FIRST), request_usd(FIRST) + request_usd(SECOND)
+    assert costs == [pytest.approx(first), pytest.approx(both), 0.02]  # the SDK's total last
+    assert events[-1] == Done("end_turn")
+
+
+async def test_a_stopped_turn_keeps_the_usage_of_the_request_that_finished(
+    make_request: Any,
+) -> None:
+    async def script(cli: FakeCli) -> AsyncGenerator[Step, Any]:
+        for frame in request_frames("msg_1", FIRST, tool_use("toolu_1", "Bash", {"command": "ls"})):
+            yield frame
+        yield UseTool("toolu_1", "Bash", {"command": "ls"})
+        for frame in streamed_text("msg_2", "half way", usage=SECOND, model=SONNET):
+            yield frame
+        yield AwaitInterrupt()
+
+    got: list[DriverEvent] = []
+    driver = ClaudeDriver(transport_factory=lambda: FakeCli(script))
+    with anyio.fail_after(10):
+        async with aclosing(driver.run_turn(make_request())) as stream:
+            async for event in stream:
+                got.append(event)
+                if event == TextDelta("half way"):
+                    break
+    assert [e for e in got if isinstance(e, Usage)] == [usage_from(FIRST)]
+    assert [e for e in got if isinstance(e, Cost)] == [Cost(pytest.approx(request_usd(FIRST)))]
+
+
+async def test_what_the_result_adds_beyond_the_requests_comes_as_one_more_usage(
+    make_request: Any,
+) -> None:
+    # e.g. a request of a subagent, whose messages are not the turn's own
+    extra = {"input_tokens": 100, "output_tokens": 8}
+    events, _ = await run(two_request_script(summed(FIRST, SECOND, extra), 0.05), make_request())
+
+    usages = [e for e in events if isinstance(e, Usage)]
+    assert usages == [usage_from(FIRST), usage_from(SECOND), Usage(100, 8)]
+    assert [e for e in events if isinstance(e, Cost)][-1] == Cost(0.05)
+
+
+async def test_a_result_total_below_the_reported_sum_adds_nothing(make_request: Any) -> None:
+    events, _ = await run(two_request_script(FIRST, 0.02), make_request())
+    assert [e for e in events if isinstance(e, Usage)] == [usage_from(FIRST), usage_from(SECOND)]
+
+
+async def test_without_stream_events_a_request_is_reported_at_its_first_message(
+    make_request: Any,
+) -> None:
+    start = FIRST | {"output_tokens": 1}
+
+    async def script(cli: FakeCli) -> AsyncGenerator[Step, Any]:
+        yield assistant(text("Looking."), message_id="msg_1", usage=start, model=SONNET)
+        yield assistant(
+            tool_use("toolu_1", "Bash", {"command": "ls"}), message_id="msg_1", usage=start
+        )
+        yield UseTool("toolu_1", "Bash", {"command": "ls"})
+        yield assistant(text("Done."), message_id="msg_2", usage=SECOND | {"output_tokens": 1})
+        yield result(usage=summed(FIRST, SECOND), cost=0.02)
+
+    events, _ = await run(script, make_request())
+    usages = [e for e in events if isinstance(e, Usage)]
+    # Split messages of one response count once; the output they lack comes with the result.
+    assert usages == [usage_from(start), usage_from(SECOND | {"output_tokens": 1}), Usage(0, 40)]
+    assert events.index(usages[0]) < events.index(ToolCall("toolu_1", "Bash", {"command": "ls"}))
+
+
+def test_usage_remainder_is_never_negative() -> None:
+    assert usage_remainder(Usage(10, 5), Usage(10, 5)) is None
+    assert usage_remainder(Usage(8, 9), Usage(10, 5)) == Usage(0, 4)
+    assert usage_remainder(Usage(8, 5), Usage(10, 5)) is None
