@@ -11,7 +11,11 @@ from runtime.store import truncate_tool_result
 
 @dataclass
 class TurnRecorder:
-    """Collects one turn's output in order; tool results are cut to `result_cap` characters."""
+    """Collects one turn's output in order; tool results are cut to `result_cap` characters.
+
+    `usage` is the turn's total: drivers report one `Usage` per model request, so they are
+    summed. `cost_usd` is the last `Cost`, a running total whose final value is authoritative.
+    """
 
     result_cap: int
     blocks: list[Block] = field(default_factory=list)
@@ -43,7 +47,7 @@ class TurnRecorder:
                 }
             )
         elif isinstance(event, Usage):
-            self.usage = event
+            self.usage = event if self.usage is None else add_usage(self.usage, event)
         elif isinstance(event, Cost):
             self.cost_usd = event.usd
 
@@ -56,3 +60,13 @@ class TurnRecorder:
         return tuple(
             b for b in self.blocks if b.get("type") != "text" or str(b.get("text", "")).strip()
         )
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    """Two usages summed field by field."""
+    return Usage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        a.cache_read_input_tokens + b.cache_read_input_tokens,
+    )

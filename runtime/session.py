@@ -30,11 +30,13 @@ from runtime.debuglog import DebugLog
 from runtime.driver import (
     AgentDriver,
     Approver,
+    Cost,
     DriverEvent,
     ErrorEvent,
     ToolCallRequest,
     ToolSpec,
     TurnRequest,
+    Usage,
 )
 from runtime.errors import (
     CredentialsError,
@@ -223,8 +225,10 @@ class Session:
                         self.guard.observe(event)
                         await self.files.observe(event)
                         yield event
-                        if self.guard.halt is not None:
-                            break  # closing the driver ends the turn; the halted call never ran
+                        # Closing the driver ends the turn; the halted call never ran. A request's
+                        # usage can come between the call and its refusal: go on to the refusal.
+                        if self.guard.halt is not None and not isinstance(event, Usage | Cost):
+                            break
                 if failure is None:
                     break
                 self.debug.write(

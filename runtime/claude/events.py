@@ -37,6 +37,7 @@ from runtime.driver import (
     Usage,
 )
 from runtime.pricing import request_cost_usd
+from runtime.recorder import add_usage
 
 if TYPE_CHECKING:
     from claude_agent_sdk import AssistantMessage, Message, ResultMessage, StreamEvent, UserMessage
@@ -89,15 +90,6 @@ def usage_from(raw: dict[str, Any] | None) -> Usage | None:
         output_tokens=count("output_tokens"),
         cache_creation_input_tokens=count("cache_creation_input_tokens"),
         cache_read_input_tokens=count("cache_read_input_tokens"),
-    )
-
-
-def add_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.cache_creation_input_tokens + b.cache_creation_input_tokens,
-        a.cache_read_input_tokens + b.cache_read_input_tokens,
     )
 
 

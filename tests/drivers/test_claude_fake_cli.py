@@ -26,7 +26,7 @@ from fake_cli import (
 )
 
 from runtime.claude import ClaudeDriver
-from runtime.claude.events import add_usage, usage_from, usage_remainder
+from runtime.claude.events import usage_from, usage_remainder
 from runtime.driver import (
     Cost,
     Decision,
@@ -44,6 +44,7 @@ from runtime.driver import (
 )
 from runtime.errors import CREDENTIALS_HELP
 from runtime.pricing import request_cost_usd
+from runtime.recorder import add_usage
 
 pytestmark = pytest.mark.anyio
 
