@@ -75,7 +75,7 @@ async def run_demo(
         reported = sum(r.budget.snapshot().session.usd for r in runners.values())
         out(f"model requests answered by the rehearsal model: {totals.requests}, billed "
             f"${totals.cost_usd:.4f}; reported to the panels' budgets ${reported:.4f} "
-            "(a stopped turn's usage is never reported by the CLI)")  # fmt: skip
+            "(a request cut off by a stop is never reported to them)")  # fmt: skip
     out(f"the watchdog halted the runaway engineer: {'yes' if halted else 'NO'}")
     out(f"messages left claimed on the bus: {claimed}")
     out(f"finished {'quietly' if quiet else 'at the timeout'} in {seconds:.1f}s")
