@@ -296,32 +296,6 @@ def demo(
         raise typer.Exit(1)
 
 
-@reports_errors
-def solo(
-    instance: Annotated[str, typer.Option("--instance", "-i", help="Instance name.")],
-    rehearsal: Annotated[
-        Path | None, typer.Option(help="Answer from this rehearsal script (offline).")
-    ] = None,
-) -> None:
-    """Run an instance as a team of one under the host, with a line face (peer_poll works)."""
-    import anyio
-
-    from panels.host.solo import run_solo_host, solo_team
-
-    team = solo_team(instance, rehearsal=rehearsal.resolve() if rehearsal else None)
-
-    async def main() -> None:
-        async with anyio.wrap_file(sys.stdin) as stdin:
-
-            async def lines() -> Any:
-                async for line in stdin:
-                    yield line
-
-            await run_solo_host(team, lines(), typer.echo)
-
-    anyio.run(main, backend="trio")
-
-
 host_commands: list[tuple[str, Callable[..., Any]]] = [
     ("up", up),
     ("down", down),
@@ -335,5 +309,4 @@ host_commands: list[tuple[str, Callable[..., Any]]] = [
     ("pause", pause),
     ("inbox", inbox),
     ("demo", demo),
-    ("solo", solo),
 ]

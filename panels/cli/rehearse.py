@@ -113,7 +113,8 @@ def rehearse(
 ) -> None:
     """Talk to an instance with the model replaced by a script: no network, no tokens.
 
-    Without --prompt: the line REPL of `mnemara run --no-tui`, then a usage summary.
+    Without --prompt: the line REPL of `mnemara run --no-tui` (the instance as a team of one
+    under the host), then a usage summary.
     """
     import anyio
 
@@ -134,7 +135,8 @@ async def _rehearse(
     instance: str, script: Script, panel: str, prompts: list[str], log: Path | None
 ) -> int:
     """Run the REPL or the given prompts; returns how many turns failed."""
-    from panels.repl.loop import run_solo_repl
+    from panels.host.solo import solo_team
+    from panels.repl.face import run_solo
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
 
@@ -145,7 +147,7 @@ async def _rehearse(
             if prompts:
                 failed = await _run_prompts(instance, driver, server, panel, prompts)
             else:
-                await run_solo_repl(instance, driver=driver)
+                await run_solo(solo_team(instance), drivers=lambda spec: driver)
             typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
     return failed
 

@@ -1,9 +1,10 @@
-"""`mnemara run`: the solo mode (a team of one) with the line REPL as its face."""
+"""`mnemara run`: the solo mode, a team of one under the host with the line REPL as its face."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,19 +19,21 @@ def run(
     no_tui: Annotated[
         bool, typer.Option("--no-tui", help="Plain line REPL (also used when there is no TTY).")
     ] = False,
+    rehearsal: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Answer from this rehearsal script (offline, no tokens)."
+        ),
+    ] = None,
 ) -> None:
-    """Open a solo session on an instance and talk to it."""
+    """Run an instance as a team of one and talk to it (its peer_poll settings work too)."""
     import anyio
 
-    from panels.repl.loop import run_solo_repl
-    from runtime.claude import ClaudeDriver
-    from runtime.home import InstancePaths
+    from panels.host.solo import solo_team
+    from panels.repl.face import run_solo
 
-    InstancePaths.for_name(instance).require()
+    team = solo_team(instance, rehearsal=rehearsal.resolve() if rehearsal else None)
     wants_tui = not (no_tui or os.environ.get("MNEMARA_NO_TUI") == "1" or not sys.stdin.isatty())
     if wants_tui:
         typer.echo("(the dashboard is not built yet; using the line REPL)", err=True)
-    anyio.run(
-        lambda: run_solo_repl(instance, driver=ClaudeDriver()),
-        backend="trio",
-    )
+    anyio.run(lambda: run_solo(team), backend="trio")

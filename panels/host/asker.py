@@ -88,6 +88,7 @@ class HostAsker:
             target=escape_for_display(verdict.target, max_chars=2_000),
             reason=escape_for_display(verdict.reason, max_chars=500),
             always_offered=bool(verdict.remember),
+            remember=[escape_for_display(t, max_chars=2_000) for t in verdict.remember],
             timeout=self.timeout,
         )
         self._on_state("approval_request")

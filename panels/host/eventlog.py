@@ -3,7 +3,9 @@
 `emit` never blocks and never touches SQLite: it coalesces text deltas (coalesce.py) and
 queues the rest. `serve` flushes the queue every `interval` seconds in one transaction,
 writes the panels' status rows when they changed, and prunes old events now and then.
-Listeners (the demo's narrator, tests) get each written event in order.
+Listeners (the demo's narrator, tests) get each written event in order. Live listeners (the
+solo REPL face) get every event as it is emitted, text deltas uncoalesced, in emit order: they
+are called synchronously from the emitting task and must not block or raise.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from panels.host.coalesce import Coalescer
 from panels.hostdb import Event, HostDb, NewEvent, PanelRow
 
 Listener = Callable[[Event], None]
+# (kind, panel, data); a text delta comes as kind "text_delta" with data {"text": piece}.
+LiveListener = Callable[[str, str | None, dict[str, Any]], None]
 StatusSource = Callable[[], list[PanelRow]]
 
 
@@ -40,6 +44,7 @@ class EventLog:
         self._coalescer = Coalescer()
         self._queue: list[NewEvent] = []
         self._listeners: list[Listener] = []
+        self._live: list[LiveListener] = []
         self._status: StatusSource | None = None
         self._last_status: list[PanelRow] = []
         self._flushed = anyio.Event()
@@ -48,15 +53,22 @@ class EventLog:
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def listen_live(self, listener: LiveListener) -> None:
+        self._live.append(listener)
+
     def track_status(self, source: StatusSource) -> None:
         self._status = source
 
     def emit(self, kind: str, panel: str | None = None, **data: Any) -> None:
         now = self.clock()
         self._queue.extend(self._coalescer.event(NewEvent(kind, panel, data, ts=now)))
+        for live in self._live:
+            live(kind, panel, data)
 
     def text(self, panel: str, piece: str) -> None:
         self._queue.extend(self._coalescer.text(panel, piece, self.clock()))
+        for live in self._live:
+            live("text_delta", panel, {"text": piece})
 
     async def flush(self) -> None:
         """Write what is queued (and the status rows if they changed) now."""

@@ -25,7 +25,7 @@ from panels.host.bustools import bus_tools
 from panels.host.control import serve_control, watchdog_action
 from panels.host.digests import DigestService
 from panels.host.drivers import claude_drivers
-from panels.host.eventlog import EventLog, Listener
+from panels.host.eventlog import EventLog, Listener, LiveListener
 from panels.host.panel import PanelRunner
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
@@ -56,6 +56,8 @@ class Host:
         bus_poll: float = 0.01,
         listeners: Sequence[Listener] = (),
         log_interval: float = 0.1,
+        live_listeners: Sequence[LiveListener] = (),
+        redeliver_failed_input: bool = True,
     ) -> None:
         self.team = team
         self._drivers = drivers
@@ -66,6 +68,10 @@ class Host:
         self.bus_poll = bus_poll
         self.listeners = tuple(listeners)
         self.log_interval = log_interval
+        self.live_listeners = tuple(live_listeners)
+        # False for a face whose operator sees a failed turn's error at once (the solo REPL):
+        # the operator input of a failed turn is then acked, not delivered again (turn.py).
+        self.redeliver_failed_input = redeliver_failed_input
         self._stop = anyio.Event()
         self._stopped = anyio.Event()
         self._control_poke = Wakeup()
@@ -125,6 +131,8 @@ class Host:
         log = EventLog(self.db, interval=self.log_interval)
         for listener in self.listeners:
             log.listen(listener)
+        for live in self.live_listeners:
+            log.listen_live(live)
         self.services = HostServices(
             team=self.team,
             bus=bus,
@@ -135,6 +143,7 @@ class Host:
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
             home=self._home,
             team_check=self.team_check,
+            redeliver_failed_input=self.redeliver_failed_input,
         )
         for spec in self.team.panels:
             self.services.panels[spec.name] = PanelRunner(spec, self.services)

@@ -53,6 +53,8 @@ class HostServices:
     lease: float = 900.0
     idle_recheck: float = 30.0
     turn_ended: Wakeup = field(default_factory=Wakeup)
+    # Give a failed turn's operator input back for another try (True), or ack it (False).
+    redeliver_failed_input: bool = True
 
 
 @dataclass

@@ -7,6 +7,11 @@ half way: its rows are kept, marked) has consumed its messages; a turn that fail
 committing has not, and its messages come again. The settle is shielded and bounded, so a
 cancelled host still settles; a host killed before it settles leaves the leases, which the
 next start releases, and the stored ids stop a second turn on the same messages.
+
+One exception, for a face whose operator watches (the solo REPL: `redeliver_failed_input`
+off): the operator input of a turn that failed with a driver error is acked, not given back.
+The operator saw the error at once and the input is kept in the window, marked; delivering it
+again on every restart would repeat a failure that needs the operator (no credentials).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from contextlib import aclosing
 
 import anyio
 
-from panels.host.delivery import TurnInput
+from panels.host.delivery import TurnInput, operator_route
 from panels.host.panel import PanelRunner
 from panels.host.services import TurnContext
 from panels.watchdog.slope import TurnSpend
@@ -75,7 +80,8 @@ async def run_turn(
     finally:
         runner.turn_scope = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
-            await settle(runner, session, claims)
+            drop = error is not None and not host.redeliver_failed_input
+            await settle(runner, session, claims, drop_operator=drop)
         finish(runner, turn, outcome, error)
     if error is not None:
         raise error
@@ -125,15 +131,20 @@ def _mutating(runner: PanelRunner, turn: TurnContext, tool_use_id: str) -> bool:
     return turn.call_names.get(tool_use_id, "") in runner.spec.sentinel.mutating_tools
 
 
-async def settle(runner: PanelRunner, session: Session, claims: list[Claim]) -> None:
-    """Ack what the store says was consumed; give the rest back at once."""
+async def settle(
+    runner: PanelRunner, session: Session, claims: list[Claim], *, drop_operator: bool = False
+) -> None:
+    """Ack what the store says was consumed; give the rest back at once.
+
+    With `drop_operator`, the operator route's messages are acked whatever the store says."""
     bus = runner.host.bus
     consumed = await session.store.consumed_ids()
     acked: list[int] = []
     released: list[int] = []
     for claim in claims:
-        done = [i for i in claim.ids if i in consumed]
-        rest = [i for i in claim.ids if i not in consumed]
+        dropped = drop_operator and claim.recipient == operator_route(runner.name)
+        done = [i for i in claim.ids if dropped or i in consumed]
+        rest = [i for i in claim.ids if i not in done]
         if done:
             acked += (await bus.ack(claim, only=done)).settled
         if rest:

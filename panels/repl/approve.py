@@ -1,11 +1,17 @@
-"""The REPL's answer to an `ask` verdict: show the call with hidden characters escaped."""
+"""The REPL's answer to a panel's approval request: the call shown escaped, y/n/s/a asked.
+
+The host's asker (panels/host/asker.py) turns an `ask` verdict into an `approval_request`
+event whose target, reason and "always" rules are already escaped for display; the face
+puts it to the operator here and answers through the host's approvals.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from panels.repl.terminal import Terminal
-from runtime.driver import ToolCallRequest
-from runtime.policy.approver import Answer, prompt_text
-from runtime.policy.policy import Verdict
+from runtime.policy.approver import Answer
 
 _ANSWERS = {
     "y": Answer.YES,
@@ -26,20 +32,31 @@ def parse_answer(text: str, *, always_offered: bool) -> Answer | None:
     return answer
 
 
-class ReplAsker:
-    """Asks on the terminal during a turn; end of input or /stop answers no."""
+def question_text(request: Mapping[str, Any]) -> str:
+    """The question for an `approval_request` event's data, as `prompt_text` words it."""
+    lines = [
+        f"{request.get('tool')} wants to run:",
+        f"  {request.get('target', '')}",
+        f"why asked: {request.get('reason', '')}",
+    ]
+    choices = "[y]es once / [n]o / [s]ession"
+    if request.get("always_offered"):
+        lines.append("always would allow exactly:")
+        lines.extend(f"  {target}" for target in request.get("remember") or ())
+        choices += " / [a]lways"
+    lines.append(choices)
+    return "\n".join(lines)
 
-    def __init__(self, terminal: Terminal) -> None:
-        self.terminal = terminal
 
-    async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer:
-        self.terminal.write("\n" + prompt_text(verdict) + "\n")
-        while True:
-            line = await self.terminal.ask("allow? ")
-            if line is None or line.strip() == "/stop":
-                return Answer.NO
-            answer = parse_answer(line, always_offered=bool(verdict.remember))
-            if answer is not None:
-                return answer
-            offered = "y, n, s or a" if verdict.remember else "y, n or s"
-            self.terminal.write(f"please answer {offered}\n")
+async def ask_operator(terminal: Terminal, request: Mapping[str, Any]) -> Answer:
+    """Ask until a valid answer; end of input or /stop answers no."""
+    always = bool(request.get("always_offered"))
+    terminal.say(question_text(request))
+    while True:
+        line = await terminal.ask("allow? ")
+        if line is None or line.strip() == "/stop":
+            return Answer.NO
+        answer = parse_answer(line, always_offered=always)
+        if answer is not None:
+            return answer
+        terminal.say(f"please answer {'y, n, s or a' if always else 'y, n or s'}")

@@ -1,4 +1,4 @@
-"""What each slash command does to a session; returns the text to print."""
+"""What each window and config slash command does to a session; returns the text to print."""
 
 from __future__ import annotations
 
@@ -7,14 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from panels.repl.slash import (
-    MODELS,
-    Command,
-    SlashError,
-    help_text,
-    parse_token_count,
-    resolve_model,
-)
+from panels.repl.slash import Command, SlashError, parse_token_count
 from runtime import window_ops
 from runtime.inspect import SUMMARY_META_KEYS, describe_row, format_summary, summarize
 from runtime.notes import append_note
@@ -94,13 +87,6 @@ async def skeleton(session: Session, args: tuple[str, ...]) -> str:
     return skeleton_of(source, args[0])
 
 
-async def resume(session: Session) -> str:
-    if session.halted is None:
-        return "the panel is not halted"
-    await session.resume()
-    return "resumed: the sentinel and the budget counters start again from here"
-
-
 async def role(session: Session, args: tuple[str, ...]) -> str:
     if not args:
         return session.config.role_doc_path or "(no role doc set)"
@@ -135,30 +121,14 @@ async def import_(session: Session, args: tuple[str, ...]) -> str:
     return f"imported {summary}"
 
 
-async def dispatch(session: Session, command: Command) -> str | None:
-    """Run one command; None means quit."""
+async def dispatch(session: Session, command: Command) -> str:
+    """Run one command on an idle panel's session; the face handles the host's own verbs."""
     name, args = command.name, command.args
-    if name == "quit":
-        return None
-    if name == "help":
-        return help_text()
     if name == "show":
         return await show(session, args)
     if name == "clear":
         removed = await session.store.clear(keep_pinned="--all" not in args)
         return f"removed {removed} rows"
-    if name == "models":
-        return "\n".join(f"  {i}. {short:<7} {full}" for i, (short, full) in enumerate(MODELS, 1))
-    if name == "swap":
-        if not args:
-            raise SlashError("usage: /swap MODEL|N")
-        session.update_config(model=resolve_model(args[0]))
-        return f"model: {session.config.model}"
-    if name == "tokens":
-        if not args:
-            return f"max_window_tokens = {session.config.max_window_tokens}"
-        session.update_config(max_window_tokens=parse_token_count(args[0]))
-        return f"max_window_tokens = {session.config.max_window_tokens}"
     if name == "note":
         if not args:
             raise SlashError("usage: /note TEXT")
@@ -173,10 +143,6 @@ async def dispatch(session: Session, command: Command) -> str | None:
         return await export(session, args)
     if name == "import":
         return await import_(session, args)
-    if name == "stop":
-        return "no turn is running"
-    if name == "resume":
-        return await resume(session)
     if name == "skeleton":
         return await skeleton(session, args)
     raise SlashError(f"unknown command /{name}; /help lists them")

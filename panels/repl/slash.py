@@ -10,7 +10,7 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/show [N]", "print the rolling window (last N rows)"),
     ("/clear [--all]", "wipe the window; pinned rows and slots stay unless --all"),
     ("/models", "list model shortcuts"),
-    ("/swap MODEL|N", "switch model for this and future sessions"),
+    ("/swap MODEL|N", "switch model from the next turn (saved to config)"),
     ("/tokens N", "set max_window_tokens (accepts 500k, 1m, 200000)"),
     ("/note TEXT", "append to today's memory file"),
     ("/evict", "show eviction stats"),
@@ -20,12 +20,14 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/compress [N]", "shrink the window to N tokens (default: 25% of now)"),
     ("/compress reads", "stub older reads of a file as a diff or 'unchanged'"),
     ("/skeleton PATH", "print a Python file's signatures and docstrings"),
-    ("/resume", "let a halted panel (sentinel or budget) go on"),
+    ("/halt [REASON]", "halt the panel (the turn in flight stops; its inbox is kept)"),
+    ("/resume", "let a halted panel (operator, sentinel or budget) go on"),
+    ("/inbox on|off", "take peers' bus messages between operator turns, or not"),
     ("/export [PATH]", "write the window as JSONL (default: <instance>/export-<time>.jsonl)"),
     ("/import PATH [--replace]", "load a JSONL export (--replace for a non-empty window)"),
     ("/stop", "stop the turn in flight (Ctrl-C does the same)"),
     ("/help", "this list"),
-    ("/quit, /exit", "leave (state is already saved)"),
+    ("/quit, /exit", "stop the panel and leave (state is already saved)"),
 )
 
 MODELS: tuple[tuple[str, str], ...] = (

@@ -1,9 +1,10 @@
 """The REPL's terminal: one thread reads stdin lines; lines are routed to whoever waits.
 
-While idle the loop reads the next line. While a turn runs, a watcher reads on its behalf:
-`/stop` stops the turn, an answer goes to a pending approval question, anything else is
-queued for after the turn. stdin is read in a worker thread because a blocking `input()`
-cannot be cancelled; the thread is abandoned on exit.
+A pending approval question takes the next line first, whatever else waits (the question
+can come while the loop is idle: a turn on a peer's message). Otherwise, while idle the loop
+reads the next line; while a turn runs, a watcher reads on its behalf: `/stop` stops the
+turn, anything else is queued for after the turn. stdin is read in a worker thread because a
+blocking `input()` cannot be cancelled; the thread is abandoned on exit.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class Terminal:
         self._receive: MemoryObjectReceiveStream[str]
         self._send, self._receive = anyio.create_memory_object_stream[str](16)
         self.queued: deque[str] = deque()
+        self.at_line_start = True
+        self.said = 0  # lines put out by `say`: a streamed text they cut is labelled again
         self.closed = False
         self._answer: MemoryObjectSendStream[str] | None = None
         self._save_history = (
@@ -69,19 +72,38 @@ class Terminal:
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read stdin until EOF; run in the REPL's task group."""
         task_status.started()
-        async with self._send:
-            while True:
-                try:
-                    line = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
-                except (OSError, ValueError):
-                    return
-                if not line:
-                    return
-                await self._send.send(line.rstrip("\n"))
+        try:
+            async with self._send:
+                while True:
+                    try:
+                        line = await anyio.to_thread.run_sync(
+                            self._read_line, abandon_on_cancel=True
+                        )
+                    except (OSError, ValueError):
+                        return
+                    if not line:
+                        return
+                    if self._answer is not None:
+                        answer, self._answer = self._answer, None
+                        await answer.send(line.rstrip("\n"))
+                    else:
+                        await self._send.send(line.rstrip("\n"))
+        finally:
+            # End of input: a question still open, and every later one, answers "no".
+            self.closed = True
+            if self._answer is not None:
+                self._answer.close()
 
     def write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def say(self, line: str) -> None:
+        """Write `line` on a line of its own (ending a partly written line first)."""
+        self.said += 1
+        self.write(("" if self.at_line_start else "\n") + line + "\n")
 
     async def read(self, prompt: str = "") -> str | None:
         """The next line for the idle loop (queued lines first); None at end of input."""
@@ -93,6 +115,7 @@ class Terminal:
             line = await self._receive.receive()
         except anyio.EndOfStream:
             return None
+        self.at_line_start = True  # on a terminal, the Enter that ended the line
         if self._save_history:
             import readline
 
@@ -100,22 +123,23 @@ class Terminal:
             self._save_history()
         return line
 
-    async def watch(self, stop: Callable[[], None]) -> None:
-        """During a turn: route lines to the approval question, /stop, or the queue."""
+    async def watch(
+        self, stop: Callable[[], None], handle: Callable[[str], bool] | None = None
+    ) -> None:
+        """During a turn: route lines to /stop, `handle` (True when it took the line; for
+        commands that act at once), or the queue."""
         async for line in self._receive:
-            if self._answer is not None:
-                answer, self._answer = self._answer, None
-                await answer.send(line)
-            elif line.strip() == "/stop":
+            if line.strip() == "/stop":
                 stop()
+            elif handle is not None and handle(line):
+                continue
             elif line.strip():
                 self.queued.append(line)
-                self.write("(queued until the turn ends; /stop stops it)\n")
+                self.say("(queued until the turn ends; /stop stops it)")
         # End of input (a pipe ran dry): let the turn finish; questions now answer "no".
-        self.closed = True
 
     async def ask(self, question: str) -> str | None:
-        """Ask during a turn; the watcher hands the next line back. None at end of input."""
+        """Ask a question; the next line typed is the answer. None at end of input."""
         if self.closed:
             return None
         send, receive = anyio.create_memory_object_stream[str](1)

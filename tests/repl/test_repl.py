@@ -1,60 +1,28 @@
-"""The solo line REPL: slash commands, streamed turns, approvals asked on the terminal."""
+"""The solo line REPL as the face of a one-panel host: slash commands, streamed turns,
+approvals asked on the terminal and answered through the host."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from panels.repl.approve import ReplAsker, parse_answer
-from panels.repl.loop import repl
+from panels.repl.approve import parse_answer, question_text
 from panels.repl.slash import SlashError, parse, parse_token_count, resolve_model
-from panels.repl.terminal import Terminal, safe
+from panels.repl.terminal import safe
 from runtime.config import InstanceConfig, save_config
-from runtime.driver import Done, TextDelta, ToolCall, Usage
+from runtime.driver import Done, DriverEvent, ErrorEvent, TextDelta, ToolCall, TurnRequest, Usage
 from runtime.home import InstancePaths
 from runtime.policy.approver import Answer
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
 from runtime.store import TurnStore
-
-
-class Screen(io.StringIO):
-    """Captures output and lets the input feeder wait until a question is on screen."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked = threading.Event()
-
-    def write(self, text: str) -> int:
-        if "allow? " in text:
-            self.asked.set()
-        return super().write(text)
-
-
-def feeder(lines: list[str], screen: Screen) -> Callable[[], str]:
-    """Lines for the REPL; a line starting with '?' is typed only once a question shows."""
-    pending = list(lines)
-
-    def read_line() -> str:
-        if not pending:
-            return ""
-        line = pending.pop(0)
-        if line.startswith("?"):
-            screen.asked.wait(timeout=30)
-            screen.asked.clear()
-            line = line[1:]
-        return line + "\n"
-
-    return read_line
+from tests.repl.screen import drive_repl
 
 
 @pytest.fixture
@@ -67,30 +35,23 @@ def instance(mnemara_home: Path) -> InstancePaths:
     return paths
 
 
-async def drive_repl(lines: list[str], driver: ScriptedDriver, cwd: Path) -> str:
-    screen = Screen()
-    terminal = Terminal(out=screen, read_line=feeder(lines, screen))
-    async with anyio.create_task_group() as tg:
-        await tg.start(terminal.serve)
-        async with open_session(
-            "solo", driver=driver, asker=ReplAsker(terminal), cwd=cwd
-        ) as session:
-            await repl(session, terminal)
-        tg.cancel_scope.cancel()
-    return screen.getvalue()
-
-
 @pytest.mark.anyio
 async def test_turn_streams_and_slash_commands_work(
     instance: InstancePaths, tmp_path: Path
 ) -> None:
-    driver = ScriptedDriver([[TextDelta("Hello "), TextDelta("there"), Usage(50, 4), Done()]])
+    driver = ScriptedDriver(
+        [
+            [TextDelta("Hello "), TextDelta("there"), Usage(50, 4), Done()],
+            [TextDelta("on sonnet"), Done()],
+        ]
+    )
     out = await drive_repl(
-        ["hi", "/show", "/swap sonnet", "/tokens 500k", "/note keep this", "/quit"],
+        ["hi", "/show", "/swap sonnet", "/tokens 500k", "/note keep this", "again", "/quit"],
         driver,
         tmp_path,
     )
     assert "assistant: Hello there" in out
+    assert driver.requests[1].model == "claude-sonnet-4-6"  # /swap reached the running panel
     assert "#2     assistant 4 tok" in out  # exact count from reported usage, no ~
     assert "model: claude-sonnet-4-6" in out and "max_window_tokens = 500000" in out
     config = InstanceConfig.model_validate_json(instance.config.read_text())
@@ -205,3 +166,71 @@ async def test_skeleton_and_compress_reads(instance: InstancePaths, tmp_path: Pa
     )
     assert "def f(a: int) -> int" in out and "Add one." in out and "return a + 1" not in out
     assert "repeated reads stubbed in 0 rows" in out
+
+
+@pytest.mark.anyio
+async def test_a_failed_turn_is_shown_once_and_its_input_is_not_delivered_again(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    from panels.host.delivery import operator_route
+    from panels.host.solo import solo_team
+    from peerbus import open_bus
+
+    driver = ScriptedDriver([[ErrorEvent("other", "boom: no way in")], [TextDelta("fine"), Done()]])
+    out = await drive_repl(["first", "/show", "second", "/quit"], driver, tmp_path)
+    assert out.count("[error] boom: no way in") == 1
+    assert "the panel failed" not in out  # the restart after a failed turn is not news
+    assert "user      interrupted" in out  # the input is kept in the window, marked
+    assert "assistant: fine" in out
+    assert [r.blocks[-1]["text"] for r in driver.requests] == ["first", "second"]
+    async with open_bus(solo_team("solo").bus_path) as bus:
+        assert await bus.inbox(operator_route("solo"), senders=()) == []  # nothing left
+
+
+class Blocks:
+    """The first turn says it is working and blocks until stopped; the next one answers."""
+
+    def __init__(self) -> None:
+        self.requests: list[TurnRequest] = []
+
+    async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            yield TextDelta("working")
+            await anyio.sleep_forever()
+        yield TextDelta("second turn")
+        yield Done()
+
+
+@pytest.mark.anyio
+async def test_stop_ends_the_turn_in_flight_and_lines_typed_meanwhile_wait(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    driver = Blocks()
+    out = await drive_repl(
+        ["go", "@working@/show", "/help", "/stop", "again", "/quit"], driver, tmp_path
+    )
+    assert "assistant: working" in out and "[stopped]" in out
+    assert "/inbox on|off" in out.split("[stopped]")[0]  # /help answered at once
+    assert "(queued until the turn ends" in out.split("[stopped]")[0]  # /show waited
+    assert "turn stopped before it finished" in out.split("[stopped]")[1]  # ... and shows the row
+    assert "assistant: second turn" in out
+
+
+@pytest.mark.anyio
+async def test_halt_refuses_input_until_resume(instance: InstancePaths, tmp_path: Path) -> None:
+    driver = ScriptedDriver([[TextDelta("after resume"), Done()]])
+    out = await drive_repl(
+        ["/halt enough for now", "hi", "/resume", "hi again", "/quit"], driver, tmp_path
+    )
+    assert "[SENTINEL HALT] operator_halt: enough for now" in out
+    assert "/resume lets it go on. The line was not sent." in out
+    assert "assistant: after resume" in out
+    assert [r.blocks[-1]["text"] for r in driver.requests] == ["hi again"]
+
+
+def test_the_question_shows_what_always_would_allow() -> None:
+    request = {"tool": "Bash", "target": "rm x\\x1b", "reason": "asks"}
+    text = question_text({**request, "always_offered": True, "remember": ["rm x"]})
+    assert "Bash wants to run:\n  rm x\\x1b" in text
+    assert "always would allow exactly:\n  rm x" in text and "[a]lways" in text
