@@ -20,6 +20,7 @@ from panels.cli.errors import EXIT_CODES, fail, reports_errors
 from panels.cli.instances import InstanceOpt
 
 if TYPE_CHECKING:
+    from panels.repl.terminal import Terminal
     from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
 
@@ -159,12 +160,24 @@ async def _run_prompts(
 
     No asker: the session is headless, so a call the policy would ask about is refused.
     """
-    from panels.repl.loop import run_turn
     from panels.repl.terminal import Terminal
+
+    with Terminal() as terminal:
+        return await _prompt_turns(instance, driver, server, panel, prompts, terminal)
+
+
+async def _prompt_turns(
+    instance: str,
+    driver: AgentDriver,
+    server: RehearsalServer,
+    panel: str,
+    prompts: list[str],
+    terminal: Terminal,
+) -> int:
+    from panels.repl.loop import run_turn
     from runtime.errors import DriverError
     from runtime.session import open_session
 
-    terminal = Terminal()
     failed = 0
     async with open_session(instance, driver=driver) as session:
         for text in prompts:

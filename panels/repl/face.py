@@ -299,6 +299,11 @@ async def run_face(
         live_listeners=[face.on_event],
         redeliver_failed_input=False,
     )
+    with face._send, face._receive, terminal:
+        await _run_face(face, terminal)
+
+
+async def _run_face(face: SoloFace, terminal: Terminal) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(terminal.serve)
         await tg.start(face.host.serve)

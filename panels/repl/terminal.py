@@ -94,6 +94,17 @@ class Terminal:
             if self._answer is not None:
                 self._answer.close()
 
+    def close(self) -> None:
+        """Release the line streams (the reading thread, if any, is abandoned)."""
+        self._send.close()
+        self._receive.close()
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def write(self, text: str) -> None:
         if text:
             self.out.write(text)
@@ -146,7 +157,7 @@ class Terminal:
         self._answer = send
         self.write(question)
         try:
-            with receive:
+            with send, receive:
                 return await receive.receive()
         except anyio.EndOfStream:
             return None

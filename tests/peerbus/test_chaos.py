@@ -55,18 +55,18 @@ def test_kill_9_mid_batch_loses_nothing_and_acks_nothing_unprocessed(
     submitted = _add(bus_path, 300, 0)
     kills = 0
     for round_ in range(8):
-        proc = _spawn(consumer, bus_path, store, round_)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.01, 0.12))  # the chaos schedule, not a wait for a condition
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait(timeout=30)
+        with _spawn(consumer, bus_path, store, round_) as proc:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.01, 0.12))  # the chaos schedule, not a wait for a condition
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+            proc.wait(timeout=30)
         submitted += _add(bus_path, 40, len(submitted))  # new work arrives between crashes
     assert kills >= 5, "the consumer finished before it could be killed: make it slower"
 
-    final = _spawn(consumer, bus_path, store, 99)
-    assert final.wait(timeout=60) == 0
+    with _spawn(consumer, bus_path, store, 99) as final:
+        assert final.wait(timeout=60) == 0
 
     conn = sqlite3.connect(store)
     processed = {int(r[0]) for r in conn.execute("SELECT id FROM processed")}

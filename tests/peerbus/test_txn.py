@@ -121,9 +121,13 @@ def test_another_process_holding_the_lock_past_busy_timeout_never_crashes_us(
 ) -> None:
     path = tmp_path / "bus.sqlite"
     pb.close_bus(pb.connect_bus(path))
-    holder = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(path), "0.6"], stdout=subprocess.PIPE, text=True
-    )
+    ) as holder:
+        _wait_behind_the_holder(holder, path)
+
+
+def _wait_behind_the_holder(holder: subprocess.Popen[str], path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         bus = pb.connect_bus(path, BusOptions(busy_timeout=0.05, lock_deadline=30))

@@ -18,7 +18,7 @@ from runtime.policy.approver import (
     prompt_text,
 )
 from runtime.policy.policy import Verdict
-from tests.policy.conftest import Machine
+from tests.runtime.policy.conftest import Machine
 
 pytestmark = pytest.mark.anyio
 

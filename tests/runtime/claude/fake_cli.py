@@ -99,7 +99,14 @@ class FakeCli(Transport):
             self._stdin_closed.set()
 
     def read_messages(self) -> AsyncIterator[Frame]:
-        return self._run()
+        return self._reading()
+
+    async def _reading(self) -> AsyncIterator[Frame]:
+        try:
+            async for frame in self._run():
+                yield frame
+        finally:
+            self._inbox.close()
 
     # -- the CLI's side ----------------------------------------------------------------------
     async def _run(self) -> AsyncIterator[Frame]:

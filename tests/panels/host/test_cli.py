@@ -23,9 +23,9 @@ from panels.hostdb import (
     pending_commands,
     upsert_panels,
 )
-from tests.host.conftest import make_team, panels, reply
+from tests.panels.host.conftest import make_team, panels, reply
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def app() -> typer.Typer:
@@ -110,17 +110,17 @@ def test_up_detached_send_ps_down_on_the_solo_example(tmp_path: Path) -> None:
         again = mnemara("up", str(example / "team.toml"))
         assert again.returncode != 0 and "already running" in again.stderr
         assert mnemara("send", "--team", "solo", "--to", "assistant", "hello").returncode == 0
-        follow = subprocess.Popen(
+        with subprocess.Popen(
             [sys.executable, "-m", "panels.cli.main", "logs", "-f", "--team", "solo"],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert follow.stdout is not None
-            for line in follow.stdout:  # blocks until the turn's reply is logged
-                if "assistant says: Hello." in line:
-                    break
-        finally:
-            follow.kill()
+        ) as follow:  # fmt: skip
+            try:
+                assert follow.stdout is not None
+                for line in follow.stdout:  # blocks until the turn's reply is logged
+                    if "assistant says: Hello." in line:
+                        break
+            finally:
+                follow.kill()
         ps = mnemara("ps", "--team", "solo")
         assert "running" in ps.stdout and "assistant" in ps.stdout
     finally:
@@ -136,18 +136,18 @@ def test_sigterm_stops_a_headless_host_cleanly(tmp_path: Path) -> None:
     example = tmp_path / "solo"
     shutil.copytree(ROOT / "examples" / "teams" / "solo", example)
     env = {**os.environ, "MNEMARA_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    host = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "panels.cli.main", "up", str(example / "team.toml"), "--headless"],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    assert host.stdout is not None
-    seen = []
-    for line in host.stdout:  # blocks until the host says it is ready
-        seen.append(line)
-        if "host ready" in line:
-            break
-    host.send_signal(signal.SIGTERM)
-    rest, _ = host.communicate(timeout=60)
+    ) as host:  # fmt: skip
+        assert host.stdout is not None
+        seen = []
+        for line in host.stdout:  # blocks until the host says it is ready
+            seen.append(line)
+            if "host ready" in line:
+                break
+        host.send_signal(signal.SIGTERM)
+        rest, _ = host.communicate(timeout=60)
     assert host.returncode == 0, "".join(seen) + rest
     assert "host stopping" in rest and "host stopped" in rest
     assert not (tmp_path / "home" / "_teams" / "solo" / "host.pid").exists()

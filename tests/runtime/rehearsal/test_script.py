@@ -22,7 +22,7 @@ from runtime.rehearsal import (
 )
 from runtime.rehearsal.matching import RequestView, ScriptCursor, schema_instance
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rehearsal"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "rehearsal"
 
 
 def user(content: Any, *, trailing_system: bool = True) -> dict[str, Any]:

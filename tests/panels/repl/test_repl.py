@@ -22,7 +22,7 @@ from runtime.home import InstancePaths
 from runtime.policy.approver import Answer
 from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
-from tests.repl.screen import drive_repl
+from tests.panels.repl.screen import drive_repl
 
 
 @pytest.fixture

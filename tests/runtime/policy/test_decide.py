@@ -12,7 +12,7 @@ from runtime.errors import PolicyError
 from runtime.policy.patterns import compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, decide, mcp_server_of
 from runtime.policy.rules import RuleSet
-from tests.policy.conftest import Machine
+from tests.runtime.policy.conftest import Machine
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,11 @@ from panels.host.delivery import OPERATOR, operator_route
 from runtime.driver import ErrorEvent, TextDelta
 from runtime.rows import NewRow
 from runtime.store import TurnStore
-from tests.host.conftest import BlockingDriver, make_team, panels, reply
+from tests.panels.host.conftest import BlockingDriver, make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
+HOST_CHILD = "tests/panels/host/host_child.py"
 
 
 def store_of(team: Any, instance: str) -> TurnStore:
@@ -145,7 +146,11 @@ async def test_a_host_killed_mid_turn_loses_no_message(
         ident = await bus.submit("b", "a", {"type": "message", "text": "survive me"})
     root = ROOT
     child = await anyio.open_process(
-        [sys.executable, str(root / "tests/host/host_child.py"), str(tmp_path / "team.toml")],
+        [
+            sys.executable,
+            str(root / "tests/panels/host/host_child.py"),
+            str(tmp_path / "team.toml"),
+        ],
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
         stderr=subprocess.DEVNULL,

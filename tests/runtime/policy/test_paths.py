@@ -6,7 +6,7 @@ from pathlib import Path
 
 from runtime.policy.context import PolicyContext
 from runtime.policy.paths import Protection, check_path, glob_risk
-from tests.policy.conftest import Machine
+from tests.runtime.policy.conftest import Machine
 
 
 def test_a_protected_name_that_is_itself_a_symlink_stays_protected(machine: Machine) -> None:

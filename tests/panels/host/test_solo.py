@@ -17,8 +17,8 @@ from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
-from tests.host.conftest import reply
-from tests.repl.screen import Screen, drive_repl, feeder
+from tests.panels.host.conftest import reply
+from tests.panels.repl.screen import Screen, drive_repl, feeder
 
 pytestmark = pytest.mark.anyio
 

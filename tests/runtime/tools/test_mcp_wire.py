@@ -1,7 +1,7 @@
 """MCP wire-through: config servers handed to the SDK, wrapped so their failures are logged.
 
 The wrapper is run here the way the CLI runs it (a subprocess speaking MCP on stdio); the real
-CLI against these servers is in tests/guard/test_live_path.py.
+CLI against these servers is in tests/runtime/guard/test_live_path.py.
 """
 
 from __future__ import annotations

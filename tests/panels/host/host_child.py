@@ -1,6 +1,6 @@
 """A host in a child process whose panel `a` blocks mid-turn: the parent kills it with -9.
 
-    python tests/host/host_child.py TEAM.toml
+    python tests/panels/host/host_child.py TEAM.toml
 Prints STARTED once `a` is inside its turn (the in-flight row is stored, the message leased).
 """
 
@@ -15,7 +15,7 @@ from panels.host import Host
 from panels.team import load_team
 from runtime.driver import AgentDriver
 from runtime.scripted import ScriptedDriver
-from tests.host.conftest import BlockingDriver
+from tests.panels.host.conftest import BlockingDriver
 
 
 async def main(team_file: str) -> None:

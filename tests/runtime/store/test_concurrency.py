@@ -68,7 +68,8 @@ def test_two_processes_appending_lose_nothing(store_path: Path, busy_ms: int) ->
         writer.stdin.write("go\n")
         writer.stdin.flush()
     for writer in writers:
-        out, err = writer.communicate(timeout=120)
+        with writer:
+            out, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
         assert "locked" not in err and out == "done\n"
     with TurnStore.open(store_path) as store:

@@ -10,7 +10,7 @@ import pytest
 
 from panels.hostdb import connect, get_command, submit_command
 from runtime.driver import Done, ToolCall, Usage
-from tests.host.conftest import make_team, panels, reply
+from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
 

@@ -69,8 +69,9 @@ async def test_stopping_mid_turn_leaves_no_cli_process(
     request_sent = anyio.Event()
 
     async def hold(stream: anyio.abc.SocketStream) -> None:
-        request_sent.set()
-        await anyio.sleep_forever()
+        async with stream:
+            request_sent.set()
+            await anyio.sleep_forever()
 
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
@@ -79,7 +80,7 @@ async def test_stopping_mid_turn_leaves_no_cli_process(
     )
     events: list[DriverEvent] = []
     with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
+        async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, hold)
             async with anyio.create_task_group() as turn:
 

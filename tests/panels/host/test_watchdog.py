@@ -9,7 +9,7 @@ import pytest
 
 from panels.host.delivery import OPERATOR, operator_route
 from runtime.driver import Done, ToolCall, ToolResult, Usage
-from tests.host.conftest import make_team, panels, reply
+from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from panels.host.delivery import OPERATOR, operator_route
 from panels.host.demo import EXAMPLE, run_demo
 from panels.team import parse_team
 from runtime.store import TurnStore
-from tests.host.conftest import FAST, Events
+from tests.panels.host.conftest import FAST, Events
 
 CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 pytestmark = [

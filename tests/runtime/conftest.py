@@ -1,19 +1,12 @@
-"""Fixtures for the driver tests: a recording approver, turn requests, and a child-process probe.
-
-This directory goes on sys.path so the test modules can import `fake_cli` (tests are
-collected with --import-mode=importlib, which adds nothing to sys.path itself).
-"""
+"""Fixtures for the runtime tests: a recording approver and turn requests for the drivers."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from runtime.driver import Decision, ToolCallRequest, TurnRequest
 

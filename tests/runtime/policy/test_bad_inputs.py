@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from runtime.policy.policy import decide
-from tests.policy.conftest import Machine, build_machine
+from tests.runtime.policy.conftest import Machine, build_machine
 
 Input = Callable[[Machine], dict[str, Any]]
 
