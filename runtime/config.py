@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.errors import ConfigError
-from runtime.limits_config import LimitsConfig
+from runtime.guard.settings import LimitsConfig
 
 ToolMode = Literal["allow", "ask", "deny"]
 

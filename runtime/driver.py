@@ -94,8 +94,16 @@ class Decision:
     updated_input: dict[str, Any] | None = None
 
 
+DEFAULT_DENY_MESSAGE = "This tool call was refused by the permission policy."
+
+
+def deny_text(decision: Decision) -> str:
+    """What the model reads when a call is refused (the approver's words when it gave any)."""
+    return decision.message or DEFAULT_DENY_MESSAGE
+
+
 class Approver(Protocol):
-    """Decides every tool call before it runs (the policy issue fills this in)."""
+    """Decides every tool call before it runs (a session's guard, on every driver)."""
 
     async def decide(self, call: ToolCallRequest) -> Decision: ...
 
@@ -106,6 +114,10 @@ class ToolOutput:
     is_error: bool = False
 
 
+# Our in-process tools are served as one MCP server of this name: `mcp__mnemara__<tool>`.
+SDK_SERVER_NAME = "mnemara"
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One in-process tool, served to the model as `mcp__mnemara__<name>`."""
@@ -114,6 +126,19 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     handler: Callable[[dict[str, Any]], Awaitable[ToolOutput]]
+
+
+def model_tool_name(spec_name: str) -> str:
+    """The name the model uses for one of our in-process tools."""
+    return f"mcp__{SDK_SERVER_NAME}__{spec_name}"
+
+
+async def call_tool(spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
+    """Run a tool's handler; an exception becomes an error output instead of escaping."""
+    try:
+        return await spec.handler(arguments)
+    except Exception as exc:
+        return ToolOutput(f"Tool {spec.name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runtime.sentinel import HaltRecord
+    from runtime.guard.records import HaltRecord
 
 
 class MnemaraError(Exception):

@@ -3,7 +3,7 @@
 Counts say whether they are exact (from the usage the model service reported) or estimated,
 because the two can differ by tens of percent and an operator trimming a window must know.
 The session's spend and its last halt come from the store's meta keys `spend` and `halt`
-(written by the session, runtime/halts.py), so `mnemara show` sees them from another process.
+(written by the session, runtime/guard/halts.py), so `mnemara show` sees them from another process.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
 
-from runtime.claude.approval import deny_text
-from runtime.claude.tools import call_tool, model_tool_name
 from runtime.driver import (
     Decision,
     DriverEvent,
@@ -24,6 +22,9 @@ from runtime.driver import (
     ToolResult,
     ToolSpec,
     TurnRequest,
+    call_tool,
+    deny_text,
+    model_tool_name,
 )
 
 ScriptEntry = Sequence[DriverEvent] | Callable[[TurnRequest], Sequence[DriverEvent]]

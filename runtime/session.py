@@ -7,7 +7,7 @@ then the post-turn care the config asks for (runtime/tools/aftercare.py) and the
 or stop at any point leaves the input row kept and marked. The caller owns cancellation:
 cancel the scope around `async for ... in session.turn(...)`.
 
-Every tool call is decided by the session's `Guard` (runtime/guard.py): budget, then the
+Every tool call is decided by the session's `Guard` (runtime/guard/guard.py): budget, then the
 runtime sentinel, then the permission policy. A halt ends the turn at once with its notice
 committed; the panel then refuses turns (PanelHaltedError) until `resume()`. The agent's own
 tools (runtime/tools/) are registered with every turn as the `mnemara` MCP server.
@@ -24,7 +24,6 @@ from typing import Any
 
 import anyio
 
-from runtime import halts
 from runtime.config import InstanceConfig, load_config, save_config
 from runtime.debuglog import DebugLog
 from runtime.driver import (
@@ -46,17 +45,19 @@ from runtime.errors import (
     RoleDocError,
     ServiceBusyError,
 )
-from runtime.guard import GitProbe, Guard, git_state, measure_world
-from runtime.halts import Halted
+from runtime.guard import halts
+from runtime.guard.guard import Guard
+from runtime.guard.halts import Halted
+from runtime.guard.records import HaltRecord
+from runtime.guard.settings import BudgetSettings
+from runtime.guard.world import GitProbe, git_state, measure_world
 from runtime.home import InstancePaths
-from runtime.limits_config import BudgetSettings
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
 from runtime.roledoc import RoleDocSource, read_role_doc
 from runtime.rows import NewRow, estimate_tokens
-from runtime.sentinel import HaltRecord
 from runtime.store import AsyncTurnStore, open_turn_store
 from runtime.tools import build_tools
 from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
@@ -329,7 +330,7 @@ async def open_session(
 ) -> AsyncIterator[Session]:
     """Open an instance's session; the store is closed when the block ends.
 
-    Tool calls are decided by the budget and sentinel (runtime/guard.py), then by `approver`,
+    Tool calls are decided by the budget and sentinel (runtime/guard/guard.py), then by `approver`,
     or else by the instance's permission policy, whose `ask` verdicts go to `asker` (none:
     denied, with a message the model can read). `tools` are served next to the agent's own;
     `git_probe` measures the git state for the sentinel's no-progress rule.

@@ -21,8 +21,8 @@ from panels.host.wakeup import Wakeup
 from panels.hostdb import Command
 from panels.watchdog import ActionRefusedError
 from peerbus import PeerbusError
+from runtime.guard.records import HaltRecord
 from runtime.policy.approver import Answer
-from runtime.sentinel import HaltRecord
 
 if TYPE_CHECKING:
     from panels.host.host import Host

@@ -37,7 +37,7 @@ from panels.team import TeamSpec
 from panels.watchdog import DigestSettings, watchdog_tools
 from peerbus import Bus, open_bus
 from runtime.driver import ToolSpec
-from runtime.sentinel import HaltRecord
+from runtime.guard.records import HaltRecord
 
 if TYPE_CHECKING:
     from runtime.rehearsal import RehearsalServer

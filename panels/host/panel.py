@@ -23,9 +23,10 @@ from panels.hostdb import PanelRow
 from panels.team import PanelSpec
 from panels.watchdog.slope import SlopeSettings, TurnSpend, budget_slope
 from peerbus import Message
-from runtime.budget import BudgetTracker
 from runtime.driver import ToolCallRequest
-from runtime.sentinel import HaltRecord, Sentinel
+from runtime.guard.budget import BudgetTracker
+from runtime.guard.records import HaltRecord
+from runtime.guard.sentinel import Sentinel
 
 if TYPE_CHECKING:
     from runtime.session import Session

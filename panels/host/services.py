@@ -20,7 +20,7 @@ from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
 from peerbus import Bus, Message
 from runtime.driver import AgentDriver, ToolSpec
-from runtime.sentinel import HaltRecord
+from runtime.guard.records import HaltRecord
 
 if TYPE_CHECKING:
     from panels.host.panel import PanelRunner

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from panels.team import BatchSettings, PanelSpec, TeamBudget, TeamSpec
 from runtime.config import load_config
+from runtime.guard.settings import BudgetSettings, SentinelSettings
 from runtime.home import InstancePaths, mnemara_home
-from runtime.limits_config import BudgetSettings, SentinelSettings
 
 
 def solo_team(

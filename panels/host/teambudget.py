@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from panels.team import TeamBudget
-from runtime.sentinel import HaltRecord
+from runtime.guard.records import HaltRecord
 
 if TYPE_CHECKING:
     from panels.host.panel import PanelRunner

@@ -28,7 +28,7 @@ from panels.watchdog.slope import TurnSpend
 from peerbus import Claim
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
 
 SETTLE_TIMEOUT = 15.0

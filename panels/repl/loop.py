@@ -16,7 +16,7 @@ from panels.repl.show import EventView
 from panels.repl.terminal import Terminal
 from runtime.driver import TextDelta, ToolCall, ToolResult
 from runtime.errors import MnemaraError
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed
 
 

@@ -18,8 +18,8 @@ from panels.team.locate import dotted, line_of
 from panels.team.model import BatchSettings, PanelModel, TeamBudget, TeamModel
 from runtime.config import ToolPolicy
 from runtime.errors import ConfigError
+from runtime.guard.settings import BudgetSettings, SentinelSettings
 from runtime.home import mnemara_home
-from runtime.limits_config import BudgetSettings, SentinelSettings
 
 
 class TeamFileError(ConfigError):

@@ -13,7 +13,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runtime.config import ToolPolicy
-from runtime.limits_config import BudgetSettings, SentinelSettings
+from runtime.guard.settings import BudgetSettings, SentinelSettings
 
 # A panel name is both a bus role and an instance name: the intersection of the two rules.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

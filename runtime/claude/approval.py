@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from runtime.driver import Approver, Decision, ToolCallRequest
+from runtime.driver import Approver, Decision, ToolCallRequest, deny_text
 
 if TYPE_CHECKING:
     from claude_agent_sdk import (
@@ -29,13 +29,6 @@ if TYPE_CHECKING:
         ToolPermissionContext,
     )
     from claude_agent_sdk.types import SyncHookJSONOutput
-
-DEFAULT_DENY_MESSAGE = "This tool call was refused by the permission policy."
-
-
-def deny_text(decision: Decision) -> str:
-    """What the model reads when a call is refused (the approver's words when it gave any)."""
-    return decision.message or DEFAULT_DENY_MESSAGE
 
 
 class ApprovalGate:

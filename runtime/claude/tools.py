@@ -9,25 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime.driver import McpServerSpec, ToolOutput, ToolSpec
+from runtime.driver import SDK_SERVER_NAME, McpServerSpec, ToolSpec, call_tool
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpServerConfig, SdkMcpTool
-
-SDK_SERVER_NAME = "mnemara"
-
-
-def model_tool_name(spec_name: str) -> str:
-    """The name the model uses for one of our in-process tools."""
-    return f"mcp__{SDK_SERVER_NAME}__{spec_name}"
-
-
-async def call_tool(spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
-    """Run a tool's handler; an exception becomes an error output instead of escaping."""
-    try:
-        return await spec.handler(arguments)
-    except Exception as exc:
-        return ToolOutput(f"Tool {spec.name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
 def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runtime.driver import Cost, Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
 from runtime.session import open_session

@@ -100,8 +100,8 @@ async def test_an_instance_halted_by_its_own_limits_stays_halted_without_restart
     anyio_backend: str, tmp_path: Path, start_host: Any
 ) -> None:
     from runtime.config import InstanceConfig, save_config
+    from runtime.guard.settings import BudgetSettings, LimitsConfig
     from runtime.home import InstancePaths
-    from runtime.limits_config import BudgetSettings, LimitsConfig
     from runtime.store import TurnStore
 
     team = make_team(tmp_path, panels("a"))

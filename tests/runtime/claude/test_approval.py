@@ -8,8 +8,8 @@ import anyio
 import pytest
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
-from runtime.claude.approval import DEFAULT_DENY_MESSAGE, ApprovalGate
-from runtime.driver import Decision, ToolCallRequest
+from runtime.claude.approval import ApprovalGate
+from runtime.driver import DEFAULT_DENY_MESSAGE, Decision, ToolCallRequest
 
 pytestmark = pytest.mark.anyio
 

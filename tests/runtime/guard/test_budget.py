@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.budget import BudgetTracker
 from runtime.driver import Cost, Usage
-from runtime.limits_config import BudgetSettings
+from runtime.guard.budget import BudgetTracker
+from runtime.guard.settings import BudgetSettings
 
 NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

@@ -12,9 +12,9 @@ from guard_kit import RecordingPolicy, run
 
 from runtime.driver import Cost, Done, TextDelta, ToolCall, ToolResult, Usage
 from runtime.errors import PanelHaltedError
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
+from runtime.guard.settings import BudgetSettings
 from runtime.home import InstancePaths
-from runtime.limits_config import BudgetSettings
 from runtime.scripted import ScriptedDriver
 from runtime.session import open_session
 

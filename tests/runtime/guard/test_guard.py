@@ -10,8 +10,9 @@ import pytest
 from guard_kit import RecordingPolicy
 
 from runtime.driver import Cost, ToolCallRequest, ToolResult
-from runtime.guard import Guard, git_state
-from runtime.limits_config import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.guard.guard import Guard
+from runtime.guard.settings import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.guard.world import git_state
 
 pytestmark = pytest.mark.anyio
 

@@ -25,7 +25,7 @@ from guard_kit import RecordingPolicy, no_git
 from runtime.claude import ClaudeDriver
 from runtime.config import InstanceConfig, McpServer, save_config
 from runtime.driver import TextDelta, ToolResult
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
 from runtime.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, open_rehearsal_server, parse_script
 from runtime.session import TurnCommitted

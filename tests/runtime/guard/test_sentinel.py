@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from runtime.driver import ToolCallRequest
-from runtime.limits_config import SentinelSettings
-from runtime.sentinel import Sentinel, SentinelVerdict, WorldState, canonical_arguments
+from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState, canonical_arguments
+from runtime.guard.settings import SentinelSettings
 
 NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
 _ids = count()

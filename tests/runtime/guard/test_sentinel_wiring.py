@@ -21,7 +21,7 @@ from runtime.driver import (
     Usage,
 )
 from runtime.errors import PanelHaltedError
-from runtime.halts import Halted
+from runtime.guard.halts import Halted
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
 from runtime.session import open_session

@@ -21,7 +21,7 @@ from typing import Any
 
 from runtime.debuglog import DebugLog
 from runtime.driver import Usage
-from runtime.sentinel import HaltRecord
+from runtime.guard.records import HaltRecord
 from runtime.store import AsyncTurnStore
 
 HALT_META = "halt"

@@ -24,7 +24,7 @@ DEFAULT_MUTATING_TOOLS = (
 
 
 class SentinelSettings(BaseModel):
-    """Thresholds of the runtime sentinel (see runtime/sentinel.py)."""
+    """Thresholds of the runtime sentinel (see runtime/guard/sentinel.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from runtime.driver import Cost, Usage
-from runtime.limits_config import BudgetSettings
-from runtime.sentinel import HaltRecord
+from runtime.guard.records import HaltRecord
+from runtime.guard.settings import BudgetSettings
 
 
 @dataclass(frozen=True)
