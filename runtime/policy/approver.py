@@ -7,6 +7,9 @@ session (allow the tool until the session ends; hazards still ask).
 
 Asks are taken one at a time, and each call is decided again once it is its turn: an earlier
 "always" or "session" answer may already cover it, and the operator is not asked twice.
+
+The decision itself runs in a worker thread: it resolves paths on disk and parses commands
+up to the caps in limits.py, and every panel of the host shares one event loop.
 """
 
 from __future__ import annotations
@@ -112,11 +115,11 @@ class PolicyApprover:
     async def decide(self, call: ToolCallRequest) -> Decision:
         if call.tool_use_id in self._answered:
             return self._finish(call, None, allow=self._answered[call.tool_use_id], asked=True)
-        verdict = decide(self._state, call.name, call.input, self.context)
+        verdict = await self._decide(call)
         if verdict.action != "ask":
             return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
         async with self._ask_lock:
-            verdict = decide(self._state, call.name, call.input, self.context)
+            verdict = await self._decide(call)
             if verdict.action != "ask":
                 return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
             answer = await self._asker.ask(call, verdict)
@@ -129,6 +132,16 @@ class PolicyApprover:
         while len(self._answered) > _ANSWERED_CAPACITY:
             self._answered.popitem(last=False)
         return self._finish(call, verdict, allow=allowed, asked=True, answer=answer)
+
+    async def _decide(self, call: ToolCallRequest) -> Verdict:
+        """The pure decision, off the event loop.
+
+        Not abandoned when cancelled: the caps in limits.py bound how long it takes, and a
+        thread left running would go on resolving paths after its caller had gone.
+        """
+        return await anyio.to_thread.run_sync(
+            decide, self._state, call.name, call.input, self.context
+        )
 
     async def _remember(self, tool: str, targets: tuple[str, ...]) -> None:
         if self._rules_path is None:

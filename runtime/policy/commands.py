@@ -2,17 +2,20 @@
 
 Some commands are never auto-allowed, whatever the allow-patterns say: env-var prefixes, a
 command name that is quoted or escaped, interpreters given inline code or fed from stdin
-(`bash -c`, `python -c`, `| sh`), awk programs, commands that run other commands (`xargs`,
-`sudo`, `env`, `find -exec`), builtins that change how later commands run (`alias`,
-`export`), and options known to start a program (`git -c`, `rg --pre`, `tar -I`).
-These lists are a floor, not a proof: a command allowed by a pattern runs with the user's
-rights, which is why Bash asks by default.
+(`bash -c`, `python -c`, `| sh`), awk programs, the SQL shell, commands that run other
+commands (`xargs`, `sudo`, `env`, `npx`), builtins that change how later commands run
+(`alias`, `export`), and the options of ordinary programs that run or load code or delete a
+directory (`git -c`, `pytest -p`, `find -exec`: the table is options.py's, and it also
+applies to the program behind `python -m pytest` or `uv run pytest`). These lists are a
+floor, not a proof: a command allowed by a pattern runs with the user's rights, which is why
+Bash asks by default.
 """
 
 from __future__ import annotations
 
 import re
 
+from runtime.policy.options import ALIASES, RISKY_OPTIONS, risky_options
 from runtime.policy.shell import SimpleCommand, Word
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+:@%,-]*")
@@ -48,6 +51,7 @@ RUNS_OTHER_COMMANDS = frozenset(
         "nsenter", "watch", "strace", "ltrace", "gdb", "unbuffer", "flock", "script",
         "systemd-run", "at", "batch", "ssh", "tmux", "screen", "firejail", "fakeroot", "proot",
         "valgrind", "entr", "exec", "eval", "source", ".", "command", "builtin", "trap", "fc",
+        "npx", "pnpx", "bunx", "uvx",
     }
 )  # fmt: skip
 CHANGES_LATER_COMMANDS = frozenset(
@@ -56,20 +60,14 @@ CHANGES_LATER_COMMANDS = frozenset(
         "enable", "hash", "local", "let", "ulimit", "umask",
     }
 )  # fmt: skip
-FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-# Options that make an ordinary tool start a program of the caller's choosing.
-OPTIONS_RUN_PROGRAM: dict[str, tuple[str, ...]] = {
-    "git": ("--upload-pack", "--receive-pack", "--exec"),
-    "rg": ("--pre",),
-    "tar": ("--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
-            "--new-volume-script", "-I"),
-    "rsync": ("-e", "--rsh", "--rsync-path"),
-    "vim": ("-c", "--cmd", "-S", "+"),
-    "vi": ("-c", "--cmd", "-S", "+"),
-    "nvim": ("-c", "--cmd", "-S", "+"),
-    "zip": ("-TT", "--unzip-command"),
-    "sort": ("--compress-program",),
-}  # fmt: skip
+# The SQL shell runs what it is given: SQL can load a shared library (load_extension) and
+# dot-commands run programs (`.shell`, `.system`); with no SQL it reads stdin. (`sqlite3`
+# is `sqlite` once program_of has dropped the version.)
+SQL_SHELLS = frozenset({"sqlite"})
+# Programs that run the program named after their subcommand (`uv run pytest -p x`): the
+# risky-option table applies to the program they run.
+RUNNERS: dict[str, str] = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run",
+                           "pipenv": "run", "rye": "run"}  # fmt: skip
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
 
@@ -105,23 +103,36 @@ def command_hazards(command: SimpleCommand) -> list[str]:
         hazards.extend(_shell_hazards(program, args))
     elif program in INLINE_FLAGS:
         hazards.extend(_interpreter_hazards(program, args))
-    elif program == "find" and any(a.value in FIND_EXEC for a in args):
-        hazards.append("`find -exec` runs another command")
-    if program == "git" and _git_config_option(args):
-        hazards.append("`git -c` / `--config-env` / `--exec-path` can make git run a program")
-    for option in OPTIONS_RUN_PROGRAM.get(program, ()):
-        if any(_has_option(a.value, option) for a in args):
-            hazards.append(f"`{program} {option}` runs a program")
+    elif program in SQL_SHELLS:
+        hazards.append(
+            f"`{name.value}` runs SQL and dot-commands, which can load code or run programs"
+        )
+    hazards.extend(risky_options(program, tuple(a.value for a in args)))
+    hazards.extend(_wrapped_hazards(program, args))
     return hazards
 
 
-def _has_option(arg: str, option: str) -> bool:
-    if option == "+":
-        return arg.startswith("+")
-    if arg == option or arg.startswith(option + "="):
-        return True
-    # Short options may carry their value attached: `-ecmd`, `-Igzip`.
-    return len(option) == 2 and not option.startswith("--") and arg.startswith(option)
+def _wrapped_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
+    """Risky options of the program that `python -m` or a runner (`uv run`) starts."""
+    values = [a.value for a in args]
+    if program in ("python", "pypy"):
+        for i, value in enumerate(values):
+            if value == "-m" and i + 1 < len(values):
+                return risky_options(values[i + 1], values[i + 2 :])
+            if value.startswith("-m") and len(value) > 2:
+                return risky_options(value[2:], values[i + 1 :])
+        return []
+    subcommand = RUNNERS.get(program)
+    if subcommand is None or subcommand not in values:
+        return []
+    # The runner's own options come before the program; the first word after the subcommand
+    # that names a program in the table (or python) is taken to be it.
+    rest = args[values.index(subcommand) + 1 :]
+    for i in range(len(rest)):
+        inner = SimpleCommand(words=rest[i:])
+        if program_of(inner) in (*RISKY_OPTIONS, *ALIASES, "python", "pypy"):
+            return command_hazards(inner)
+    return []
 
 
 def _shell_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
@@ -158,14 +169,3 @@ def _interpreter_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
             # A script file, or `python -m module`: the rest are that program's arguments.
             return []
     return [f"`{program}` with no script file runs whatever arrives on stdin"]
-
-
-def _git_config_option(args: tuple[Word, ...]) -> bool:
-    """True for git's global options that set config, before the subcommand."""
-    for arg in args:
-        value = arg.value
-        if value == "-c" or value.startswith(("--config-env", "--exec-path")):
-            return True
-        if not value.startswith("-"):
-            return False
-    return False

@@ -20,6 +20,15 @@ def real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def is_under(path: Path, root: Path) -> bool:
+    """`path.is_relative_to(root)` for normalised absolute paths, without building new paths.
+
+    A decision makes thousands of these comparisons, and pathlib's own re-parses both paths
+    every time (most of a large command's cost before this).
+    """
+    return path.parts[: len(root.parts)] == root.parts
+
+
 @dataclass(frozen=True)
 class PolicyContext:
     """The facts about the machine a decision needs, all resolved.
@@ -27,9 +36,11 @@ class PolicyContext:
     home:            the user's home; `~` in paths and commands expands to it
     roots:           where file tools may go when `home_only` (default: just `home`)
     policy_files:    the policy's own files; no tool may ever write them
-    state_roots:     mnemara's state (MNEMARA_HOME, team directories); writes always ask
-    extra_protected: further files or directories whose writes always ask (a foreign bus
-                     database, the role doc)
+    state_roots:     mnemara's state (MNEMARA_HOME, the instance's directory); writes ask,
+                     and writes to the databases and stores in it are denied (stores.py)
+    extra_protected: further files or directories whose writes always ask (the role doc)
+    denied_writes:   further databases no tool may write, with their SQLite and peerbus
+                     siblings (a foreign bus database the team names, the host database)
     """
 
     cwd: Path
@@ -39,6 +50,7 @@ class PolicyContext:
     policy_files: tuple[Path, ...] = ()
     state_roots: tuple[Path, ...] = ()
     extra_protected: tuple[Path, ...] = ()
+    denied_writes: tuple[Path, ...] = ()
 
     @classmethod
     def build(
@@ -51,6 +63,7 @@ class PolicyContext:
         instance: InstancePaths | None = None,
         state_root: Path | None = None,
         extra_protected: Sequence[Path] = (),
+        denied_writes: Sequence[Path] = (),
     ) -> PolicyContext:
         policy_files: tuple[Path, ...] = ()
         if instance is not None:
@@ -64,4 +77,5 @@ class PolicyContext:
             policy_files=policy_files,
             state_roots=states,
             extra_protected=tuple(real(p) for p in extra_protected),
+            denied_writes=tuple(real(p) for p in denied_writes),
         )

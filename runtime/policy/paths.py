@@ -3,7 +3,8 @@
 A path is judged by every name it goes by: as written (with `~` and `..` applied), each hop
 of a symlink chain on its last component, and its fully resolved form. `notes -> ~/.bashrc`
 is the shell's startup file, and so is `~/.bashrc -> dotfiles/bashrc`. Names are compared
-case-insensitively, as a case-insensitive filesystem would.
+case-insensitively, as a case-insensitive filesystem would. Which of mnemara's files are
+stores that no tool may write is stores.py's concern.
 """
 
 from __future__ import annotations
@@ -15,11 +16,21 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from runtime.policy.context import PolicyContext, real
+from runtime.policy.context import PolicyContext, is_under, real
+from runtime.policy.stores import (
+    DATABASE_SIBLINGS,
+    TEAM_DATABASES,
+    holds_stores,
+    is_database_family,
+    store_reason,
+)
 
 
 class Protection(StrEnum):
+    """What guards a path, strongest first (a path with several gets the strongest)."""
+
     POLICY = "policy"  # the policy's own files: no tool ever writes them
+    STORE = "store"  # the host's databases and the instances' stores: no tool writes them
     SECRET = "secret"  # credentials: reading and writing both ask
     PROTECTED = "protected"  # runs code later or holds mnemara's state: writing asks
 
@@ -36,15 +47,13 @@ CONFIG_SUBDIRS = frozenset({"fish", "git", "autostart", "systemd", "environment.
 SECRET_DIRS = frozenset({".ssh", ".gnupg", ".aws", ".kube", ".docker"})
 SECRET_FILES = frozenset({".netrc", ".git-credentials", ".pgpass", ".pypirc"})
 SECRET_CONFIG_SUBDIRS = frozenset({"gh", "gcloud"})
-DATABASES = frozenset({"bus.sqlite", "host.sqlite"})
-_DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
 # Names a glob is compared against; `config` and `hooks` only matter under `.git`, which is
 # caught as a directory instead.
 PROTECTED_NAMES = (
     SHELL_STARTUP
     | SECRET_DIRS
     | SECRET_FILES
-    | {db + s for db in DATABASES for s in _DB_SUFFIXES}
+    | {db + s for db in TEAM_DATABASES for s in DATABASE_SIBLINGS}
     | {".git", ".config"}
 )
 PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -62,6 +71,13 @@ class PathCheck:
     pseudo: bool = False
     device: bool = False  # /dev/null, /dev/stdout or /dev/stderr (pseudo too)
     inside_roots: bool = False
+    secret: bool = False  # some name of it is a credential, whatever `protection` is
+    holds_stores: bool = False  # removing or moving it would take a store with it
+
+    @property
+    def never_written(self) -> bool:
+        """No tool may write it: the policy's own file or one of the host's stores."""
+        return self.protection in (Protection.POLICY, Protection.STORE)
 
 
 def expand_home(raw: str, home: Path) -> str | None:
@@ -71,7 +87,11 @@ def expand_home(raw: str, home: Path) -> str | None:
     return None if raw.startswith("~") else raw
 
 
-def check_path(raw: str, ctx: PolicyContext, *, cwd: Path | None = None) -> PathCheck:
+def check_path(
+    raw: str, ctx: PolicyContext, *, cwd: Path | None = None, resolve: bool = True
+) -> PathCheck:
+    """Judge `raw` by every name it goes by; with `resolve=False`, by its lexical name only
+    (no system calls: for when a decision's budget of resolved paths is spent)."""
     if not raw or "\x00" in raw:
         return PathCheck(raw, None, why="empty path or NUL byte")
     expanded = expand_home(raw, ctx.home)
@@ -82,11 +102,11 @@ def check_path(raw: str, ctx: PolicyContext, *, cwd: Path | None = None) -> Path
     if lexical in HARMLESS_DEVICES:
         return PathCheck(raw, lexical, pseudo=True, device=True)
     try:
-        names = _names_of(absolute, lexical)
+        names = _names_of(absolute, lexical) if resolve else [lexical]
     except (OSError, ValueError) as exc:  # undecodable names (lone surrogates) and the like
         return PathCheck(raw, None, why=f"cannot be resolved ({exc})")
     resolved = names[-1]
-    pseudo = any(n.is_relative_to(p) for n in names for p in PSEUDO_ROOTS)
+    pseudo = any(is_under(n, p) for n in names for p in PSEUDO_ROOTS)
     found = [p for p in (protection_of(n, ctx) for n in names) if p is not None]
     strongest = min(found, key=lambda p: list(Protection).index(p[0])) if found else None
     return PathCheck(
@@ -95,7 +115,9 @@ def check_path(raw: str, ctx: PolicyContext, *, cwd: Path | None = None) -> Path
         protection=strongest[0] if strongest else None,
         why=strongest[1] if strongest else "",
         pseudo=pseudo,
-        inside_roots=any(resolved.is_relative_to(r) for r in ctx.roots),
+        inside_roots=any(is_under(resolved, r) for r in ctx.roots),
+        secret=any(_is_secret(n) for n in names),
+        holds_stores=any(holds_stores(n, ctx) for n in names),
     )
 
 
@@ -123,11 +145,12 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
         base = policy_file.name.lower()
         if same_dir and (name.startswith(base) or name.startswith(f".{base}.")):
             return Protection.POLICY, f"{policy_file.name} is the permission policy's own file"
+    store = store_reason(path, ctx)
+    if store is not None:
+        return Protection.STORE, store
+    if _is_secret(path):
+        return Protection.SECRET, "credentials"
     parts = [p.lower() for p in path.parts]
-    if any(p in SECRET_DIRS for p in parts) or name in SECRET_FILES:
-        return Protection.SECRET, "credentials"
-    if _follows(parts, ".config", SECRET_CONFIG_SUBDIRS):
-        return Protection.SECRET, "credentials"
     if name in SHELL_STARTUP:
         return Protection.PROTECTED, f"{path.name} runs when a shell or git starts"
     if _follows(parts, ".config", CONFIG_SUBDIRS):
@@ -138,15 +161,23 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
                 return Protection.PROTECTED, "git hooks run code on every commit"
             if parts[i + 1 :] == ["config"]:
                 return Protection.PROTECTED, "git config can run code (aliases, filters, pager)"
-    if any(name == db + s for db in DATABASES for s in _DB_SUFFIXES):
+    if any(is_database_family(name, db) for db in TEAM_DATABASES):
+        # Anywhere on disk; the ones the host uses are stores (above), denied outright.
         return Protection.PROTECTED, "a mnemara bus or host database"
     for root in ctx.state_roots:
-        if path.is_relative_to(root):
+        if is_under(path, root):
             return Protection.PROTECTED, "mnemara's own state"
     for guarded in ctx.extra_protected:
-        if path.is_relative_to(guarded):
+        if is_under(path, guarded):
             return Protection.PROTECTED, f"{guarded} is protected by the host"
     return None
+
+
+def _is_secret(path: Path) -> bool:
+    parts = [p.lower() for p in path.parts]
+    if any(p in SECRET_DIRS for p in parts) or path.name.lower() in SECRET_FILES:
+        return True
+    return _follows(parts, ".config", SECRET_CONFIG_SUBDIRS)
 
 
 def _follows(parts: list[str], first: str, seconds: frozenset[str]) -> bool:

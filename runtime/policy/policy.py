@@ -13,6 +13,9 @@ Order of precedence, first match wins:
 6. otherwise                                                   -> ask; "always" stores the
                                                                   unmatched targets, escaped
 
+An ask reason that lists the segments no pattern allowed quotes each one in backticks and
+separates them with commas (`a`, `b`), so a list never reads like a pipeline.
+
 Modes come from the config entry for the tool; then `mcp__<server>__*`; then the family
 (MultiEdit and NotebookEdit follow Edit, Glob and Grep follow Read); then the built-in
 defaults (Bash ask, Read allow, Write ask, Edit ask, our own `mcp__mnemara__*` tools allow,
@@ -27,14 +30,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from runtime.config import InstanceConfig, ToolMode
+from runtime.policy.bash import inspect_bash
 from runtime.policy.context import PolicyContext
-from runtime.policy.inspection import (
-    FILE_TOOLS,
-    Inspection,
-    inspect_bash,
-    inspect_file_tool,
-    inspect_other,
-)
+from runtime.policy.inspection import FILE_TOOLS, Inspection, inspect_file_tool, inspect_other
 from runtime.policy.patterns import MAX_TARGET_LENGTH, SafePattern, compile_pattern
 from runtime.policy.rules import RuleSet
 
@@ -127,6 +125,11 @@ def mcp_server_of(tool: str) -> str | None:
     return server if sep and server and rest else None
 
 
+def quote_segment(segment: str) -> str:
+    """`segment` in backticks; with double ones and spaces when it holds a backtick itself."""
+    return f"`` {segment} ``" if "`" in segment else f"`{segment}`"
+
+
 def inspect(tool: str, tool_input: Mapping[str, Any], ctx: PolicyContext) -> Inspection:
     if tool == "Bash":
         return inspect_bash(tool_input, ctx)
@@ -158,7 +161,7 @@ def decide(
     if rule is None:
         reason = f"{tool} is not in the policy; unknown tools are asked about"
     elif len(found.targets) > 1:
-        reason = "not allowed by a pattern: " + " | ".join(unmatched)
+        reason = "not allowed by a pattern: " + ", ".join(quote_segment(t) for t in unmatched)
     else:
         reason = f"{tool} asks before running ({rule.source})"
     # A target too long to ever match is not offered for "always": the rule would be dead.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from runtime.config import InstanceConfig
@@ -20,11 +21,14 @@ def build_approver(
     cwd: Path,
     asker: Asker | None = None,
     home: Path | None = None,
+    team_files: Sequence[Path] = (),
 ) -> PolicyApprover:
     """The live approver: config rules, remembered rules, protected files, an asker.
 
-    Without an asker (headless), every `ask` verdict is denied with a message the model reads.
-    A damaged permissions.json or pattern raises PolicyError: the session does not start.
+    `team_files` are the team's databases (its bus, foreign or not, and its host database):
+    no tool may write them or their SQLite and peerbus siblings. Without an asker (headless),
+    every `ask` verdict is denied with a message the model reads. A damaged permissions.json
+    or pattern raises PolicyError: the session does not start.
     """
     remembered = load_rules(paths.permissions)
     state = PolicyState.from_config(config, remembered, path=paths.config)
@@ -37,6 +41,7 @@ def build_approver(
         instance=paths,
         state_root=mnemara_home(),
         extra_protected=role_doc,
+        denied_writes=team_files,
     )
     return PolicyApprover(
         state,

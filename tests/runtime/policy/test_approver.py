@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 
+import runtime.policy.approver as approver_module
 from runtime.debuglog import DebugLog
 from runtime.driver import ToolCallRequest
 from runtime.policy.approver import (
@@ -144,3 +147,39 @@ def test_prompt_text_escapes_and_offers_always_only_when_possible() -> None:
     assert "\\x1b[2K" in shown and "\\u200b" in shown and "\x1b" not in shown
     assert "[a]lways" in shown
     assert "[a]lways" not in prompt_text(fixed)
+
+
+async def test_a_100_kb_command_is_refused_as_too_long_to_check(machine: Machine) -> None:
+    asker = ScriptedAsker(Answer.NO)
+    decision = await approver(machine, asker).decide(bash("echo " + "a " * 50_000))
+    assert not decision.allow
+    ((_, verdict),) = asker.asked
+    assert verdict.action == "ask" and "too long to check" in verdict.reason
+    assert verdict.remember == ()
+
+
+async def test_a_slow_decision_does_not_block_the_event_loop(
+    machine: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered = threading.Event()
+    release = threading.Event()
+    real_decide = approver_module.decide
+
+    def slow_decide(*args: Any) -> Verdict:
+        entered.set()
+        # Only set by a task on the event loop: if this ran on the loop, it would wait in vain.
+        assert release.wait(timeout=5), "the event loop was blocked during the decision"
+        return real_decide(*args)
+
+    monkeypatch.setattr(approver_module, "decide", slow_decide)
+    gate = approver(machine, ScriptedAsker())
+    results: list[bool] = []
+
+    async def run() -> None:
+        results.append((await gate.decide(bash("git status"))).allow)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.to_thread.run_sync(entered.wait, 5)
+        release.set()
+    assert results == [True]

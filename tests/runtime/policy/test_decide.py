@@ -9,6 +9,7 @@ import pytest
 
 from runtime.config import InstanceConfig, ToolPolicy
 from runtime.errors import PolicyError
+from runtime.policy.approver import prompt_text
 from runtime.policy.patterns import compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, decide, mcp_server_of
 from runtime.policy.rules import RuleSet
@@ -168,3 +169,24 @@ def test_decide_never_raises_on_random_input(machine: Machine) -> None:
         tool_input = {"command": text, "file_path": text, "pattern": text, "path": text}
         verdict = decide(machine.state, tool, tool_input, machine.ctx)
         assert verdict.action in ("allow", "ask", "deny")
+
+
+def test_a_compound_reason_quotes_each_segment(machine: Machine) -> None:
+    both = decide(machine.state, "Bash", {"command": "make build && npm test"}, machine.ctx)
+    assert both.reason == "not allowed by a pattern: `make build`, `npm test`"
+    assert "|" not in both.reason  # `|` would read like a pipe between the segments
+    one = decide(machine.state, "Bash", {"command": "git status && make build"}, machine.ctx)
+    assert one.reason == "not allowed by a pattern: `make build`"
+
+
+def test_a_segment_holding_a_backtick_is_quoted_with_double_backticks(machine: Machine) -> None:
+    verdict = decide(machine.state, "Bash", {"command": "make 'a`b' && npm test"}, machine.ctx)
+    assert verdict.reason == "not allowed by a pattern: `` make 'a`b' ``, `npm test`"
+
+
+def test_the_operator_sees_the_reason_escaped(machine: Machine) -> None:
+    verdict = decide(machine.state, "Bash", {"command": "make 'a\tb' && npm test"}, machine.ctx)
+    assert "\t" in verdict.reason  # the segment as it will run
+    shown = prompt_text(verdict)
+    assert "why asked: not allowed by a pattern: `make 'a\\tb'`, `npm test`" in shown
+    assert "\t" not in shown

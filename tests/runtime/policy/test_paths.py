@@ -32,7 +32,9 @@ def test_secrets_and_policy_files(machine: Machine) -> None:
     policy = check_path(str(machine.instance.permissions), machine.ctx)
     assert policy.protection is Protection.POLICY
     other_instance = machine.state_root / "other" / "config.json"
-    assert check_path(str(other_instance), machine.ctx).protection is Protection.PROTECTED
+    assert check_path(str(other_instance), machine.ctx).protection is Protection.STORE
+    role = machine.state_root / "other" / "role.md"
+    assert check_path(str(role), machine.ctx).protection is Protection.PROTECTED
 
 
 def test_ordinary_paths_are_unprotected_and_inside_home(machine: Machine) -> None:
