@@ -22,3 +22,7 @@ test:
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 check: lint types layers test
+
+# The offline three-panel demo: the rehearsal model, no key, no network.
+demo:
+	.venv/bin/mnemara demo

@@ -1,11 +1,15 @@
 """Latency inside one host, without the model (scripted drivers answer at once):
 
-- operator input -> turn start, through the bus (what `mnemara send` writes) and through
-  the control table (what the dashboard writes); the writer is another connection, as a
-  viewer process would be;
+- a verb written into the control table by another connection (as `mnemara halt` or the
+  dashboard would) -> the host has applied it: with the host busy (verbs 50 ms apart) and
+  quiet (1.5 s apart, so the waiter has parked on inotify). Target: p95 < 20 ms;
+- operator input through the control table -> the turn that takes it starts;
 - delivery between two panels: panel A's `send_message` tool call -> panel B's turn start.
 
     .venv/bin/python bench/host_latency.py [--rounds 30]
+
+Times are wall-clock (`time.time()`) at the write and at the emit of the event, in one
+process; the load average is printed with the figures.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ async def main(rounds: int) -> None:
     os.environ["MNEMARA_HOME"] = str(scratch / "home")
     from panels.host import Host
     from panels.host.delivery import OPERATOR, operator_route
-    from panels.hostdb import Event, connect, submit_command
+    from panels.hostdb import Logged, connect, submit_command
+    from panels.hostdb.catalogue import ToolCalled, TurnStarted, VerbApplied
+    from panels.hostdb.verbs import Input, SetInbox
     from panels.team import parse_team
     from peerbus import close_bus, connect_bus, submit
     from runtime.driver import Done, TextDelta, ToolCall, Usage
@@ -45,55 +51,64 @@ async def main(rounds: int) -> None:
     plain = [TextDelta("ok"), Usage(1, 1), Done()]
     send = ToolCall("s", "mcp__mnemara__send_message", {"to": "b", "text": "ping"})
     drivers = {
-        "a": ScriptedDriver([plain] * (2 * rounds) + [[send, Usage(1, 1), Done()]] * rounds),
+        "a": ScriptedDriver([plain] * rounds + [[send, Usage(1, 1), Done()]] * rounds),
         "b": ScriptedDriver([plain] * rounds),
     }
     started: dict[str, list[float]] = {"a": [], "b": []}
+    applied: dict[int, float] = {}
     sends: list[float] = []
     changed = anyio.Event()
 
-    def listen(event: Event) -> None:
+    def listen(logged: Logged) -> None:
         nonlocal changed
-        # event.ts is the wall-clock time of the emit, not of the (batched) write.
-        if event.kind == "turn_started":
-            started[str(event.panel)].append(event.ts)
-        if event.kind == "tool_call" and event.panel == "a":
-            sends.append(event.ts)
+        # logged.ts is the wall-clock time of the emit, not of the (batched) write.
+        event = logged.event
+        if isinstance(event, TurnStarted):
+            started[str(event.panel)].append(logged.ts)
+        elif isinstance(event, ToolCalled) and event.panel == "a":
+            sends.append(logged.ts)
+        elif isinstance(event, VerbApplied) and event.id is not None:
+            applied[event.id] = logged.ts
         changed.set()
         changed = anyio.Event()
 
-    async def turns(panel: str, count: int) -> None:
-        while len(started[panel]) < count:
+    async def until(done: object) -> None:
+        while not done():  # type: ignore[operator]
             await changed.wait()
 
     host = Host(team, drivers=lambda spec: drivers[spec.name], home=scratch / "home",
-                listeners=[listen])  # fmt: skip
-    via_bus, via_control, between = [], [], []
+                listeners=[listen], log_interval=0.01)  # fmt: skip
+    busy, quiet, via_control, between = [], [], [], []
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
         bus = connect_bus(team.bus_path)
         viewer = connect(team.hostdb_path)
+        for pause, samples in ((0.05, busy), (1.5, quiet)):
+            for i in range(rounds):
+                await anyio.sleep(pause)
+                t0 = time.time()
+                ident = submit_command(viewer, SetInbox(panel="b", on=i % 2 == 0))
+                await until(lambda ident=ident: ident in applied)
+                samples.append(applied[ident] - t0)
         for i in range(rounds):
             t0 = time.time()
-            submit(bus, OPERATOR, operator_route("a"), {"type": "input", "text": f"x{i}"})
-            await turns("a", len(started["a"]) + 1)
-            via_bus.append(started["a"][-1] - t0)
-            await anyio.sleep(0.05)
-        for i in range(rounds):
-            t0 = time.time()
-            submit_command(viewer, "input", panel="a", args={"text": f"y{i}"})
-            await turns("a", len(started["a"]) + 1)
+            submit_command(viewer, Input(panel="a", text=f"y{i}"))
+            await until(lambda n=i + 1: len(started["a"]) >= n)
             via_control.append(started["a"][-1] - t0)
             await anyio.sleep(0.05)
+        submit_command(viewer, SetInbox(panel="b", on=True))
         for i in range(rounds):
             submit(bus, OPERATOR, operator_route("a"), {"type": "input", "text": f"z{i}"})
-            await turns("b", i + 1)
+            await until(lambda n=i + 1: len(started["b"]) >= n)
             between.append(started["b"][-1] - sends[-1])
             await anyio.sleep(0.05)
         close_bus(bus)
         viewer.close()
         host.request_stop()
-    print(summary("operator input via the bus -> turn start", via_bus))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average: {load} (cores: {os.cpu_count()})")
+    print(summary("control-table verb -> applied, host busy (verbs 50 ms apart)", busy))
+    print(summary("control-table verb -> applied, host quiet (verbs 1.5 s apart)", quiet))
     print(summary("operator input via the control table -> turn start", via_control))
     print(summary("panel A send_message -> panel B turn start", between))
 

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cost_layouts import TurnCost, make_instance, run_baseline, run_ours
 from cost_workload import Workload, make_workspace, task_input
 
-from panels.cli.rehearse import rehearsal_env
 from runtime.config import InstanceConfig
 from runtime.rehearsal import PanelScript, Script, open_rehearsal_server
+from runtime.rehearsal.env import rehearsal_env
 
 ROLE_DOC = Path(__file__).parent.parent / "examples" / "roles" / "coder.md"
 PANEL = "coder"

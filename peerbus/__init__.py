@@ -38,6 +38,8 @@ from peerbus.queries import dead_letters, history, inbox, stats
 from peerbus.render import render_batch
 from peerbus.settle import ack, extend, nack
 from peerbus.submit import Outgoing, register, submit, submit_many
+from peerbus.waiter import ChangeWaiter
+from peerbus.watch import watched_paths
 
 __all__ = [
     "DEFAULT_SILENT_TYPES",
@@ -48,6 +50,7 @@ __all__ = [
     "BusOpenError",
     "BusOptions",
     "BusStats",
+    "ChangeWaiter",
     "Claim",
     "DeadLetter",
     "ForeignSchemaError",
@@ -81,4 +84,5 @@ __all__ = [
     "stats",
     "submit",
     "submit_many",
+    "watched_paths",
 ]

@@ -92,7 +92,8 @@ class InstanceConfig(BaseModel):
     preserve_compressed_reads: bool = False
     read_skeleton_enabled: bool = False
     file_stat_manifest_enabled: bool = False
-    runtime_sentinel: bool = False
+    # On by default (the original's default was off): every tool call is gated by it.
+    runtime_sentinel: bool = True
     row_cap_slack_when_token_headroom: int = Field(default=0, ge=0)
 
     # Memory backends.

@@ -5,7 +5,8 @@ MnemaraError                      root of everything the runtime raises on purpo
 ├── InstanceError                 an instance cannot be used as asked
 │   ├── InvalidInstanceNameError  the name could escape MNEMARA_HOME or is reserved
 │   ├── InstanceNotFoundError     no directory for that instance
-│   └── InstanceExistsError       `init` would overwrite an existing instance
+│   ├── InstanceExistsError       `init` would overwrite an existing instance
+│   └── InstanceLeasedError       a host or command holds the instance's lease (runtime/lease.py)
 ├── StoreError                    turns.sqlite cannot be opened, read or written
 │   ├── StoreCorruptError         the file is not a usable SQLite database
 │   └── ExportFormatError         an import file is malformed or from a newer format version
@@ -153,7 +154,7 @@ class TurnInterruptedError(DriverError):
 CREDENTIALS_HELP = (
     "No credentials for the model service. Provide one of:\n"
     "  - ANTHROPIC_API_KEY=sk-ant-...        an API key\n"
-    "  - a logged-in Claude Code CLI         run `claude login` once\n"
+    "  - a logged-in Claude Code CLI         run `mnemara claude auth login` once\n"
     "  - ANTHROPIC_BASE_URL=http://host:port an Anthropic-compatible endpoint, such as a\n"
     "                                        local model server or the rehearsal model"
 )

@@ -1,4 +1,6 @@
-"""Where a window's tokens are: a pure summary of rows, slots and the last reported usage.
+"""Where a window's tokens are: a summary of rows, slots and the last reported usage.
+
+`summarize` is pure; `describe_window` reads a store for `mnemara show` and the REPL's `/show`.
 
 Counts say whether they are exact (from the usage the model service reported) or estimated,
 because the two can differ by tens of percent and an operator trimming a window must know.
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from runtime.config import InstanceConfig
 from runtime.rows import Row, Slot, estimate_tokens, text_of
+
+if TYPE_CHECKING:
+    from runtime.store import TurnStore
 
 # The meta keys a summary reads; readers fetch exactly these from the store.
 SUMMARY_META_KEYS = ("last_usage", "forced_pinned_evictions", "spend", "halt")
@@ -144,3 +149,39 @@ def format_halt(halt: dict[str, Any]) -> str:
         f"halted: {tag} {halt.get('rule', '?')}: {halt.get('message', '')} "
         f"(turn {halt.get('turn', '?')}, {halt.get('at', '?')}); resume the panel to go on"
     )
+
+
+@dataclass(frozen=True)
+class WindowView:
+    rows: list[Row]
+    slots: list[Slot]
+    summary: WindowSummary
+
+    def as_text(self) -> str:
+        lines = [describe_row(r) for r in self.rows]
+        for slot in self.slots:
+            lines.append(f"slot {slot.position}: {slot.label} ({slot.role}) = {slot.content}")
+        if not lines:
+            lines.append("(the window is empty)")
+        lines.append("")
+        lines.append(format_summary(self.summary))
+        return "\n".join(lines)
+
+    def summary_text(self) -> str:
+        return format_summary(self.summary)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [asdict(r) for r in self.rows],
+            "slots": [asdict(s) for s in self.slots],
+            "summary": asdict(self.summary) | {"source": self.summary.source},
+        }
+
+
+def describe_window(store: TurnStore, config: InstanceConfig, last: int = 0) -> WindowView:
+    rows = store.rows()
+    slots = store.slots()
+    meta = {k: v for k in SUMMARY_META_KEYS if (v := store.get_meta(k))}
+    summary = summarize(rows, slots, config, meta)
+    shown = rows[-last:] if last > 0 else rows
+    return WindowView(shown, slots, summary)

@@ -46,11 +46,11 @@ from runtime.errors import (
     ServiceBusyError,
 )
 from runtime.guard import halts
-from runtime.guard.guard import Guard
+from runtime.guard.guard import Guard, GuardSettings
 from runtime.guard.halts import Halted
 from runtime.guard.records import HaltRecord
 from runtime.guard.settings import BudgetSettings
-from runtime.guard.world import GitProbe, git_state, measure_world
+from runtime.guard.world import GitProbe, WorkingTree, git_state
 from runtime.home import InstancePaths
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
@@ -111,6 +111,7 @@ class Session:
         cwd: Path,
         tools: Sequence[ToolSpec] = (),
         git_probe: GitProbe = git_state,
+        guard: Guard | None = None,
     ) -> None:
         self.paths = paths
         self.config = config
@@ -120,23 +121,27 @@ class Session:
         self.debug = DebugLog(paths.debug_log)
         self.role = RoleDocSource(Path(config.role_doc_path) if config.role_doc_path else None)
         self.policy = approver
-        self.guard = Guard(
-            approver,
-            config.limits,
-            sentinel=config.runtime_sentinel,
-            on_shadow=lambda record: halts.log_shadow(self.debug, record),
-        )
-        self.approver: Approver = self.guard  # what the driver asks about every call
+        if guard is None:
+            guard = Guard(approver, GuardSettings(config.limits, config.runtime_sentinel))
+        guard.policy = approver
+        guard.world = WorkingTree(cwd, self._slot_values, git=git_probe)
+        guard.on_record.append(self._log_record)
+        self.guard = guard
+        self.approver: Approver = guard  # what the driver asks about every call
         self.files = FileTracker(cwd)
-        self.halted: HaltRecord | None = None
         self.in_flight_row: int | None = None
-        self._git_probe = git_probe
+        self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
         self._read_checks = 0
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools = (*build_tools(self), *tools)
 
     # -- configuration changes (persisted) ---------------------------------------------------
+
+    def use_role_doc(self, path: Path) -> None:
+        """Read the role doc from `path` from the next turn on (not saved to config.json)."""
+        self.config = self.config.model_copy(update={"role_doc_path": str(path)})
+        self.role = RoleDocSource(path)
 
     def update_config(self, **changes: object) -> None:
         updated = self.config.model_copy(update=changes)
@@ -172,19 +177,42 @@ class Session:
     def spend(self) -> dict[str, Any]:
         return self.guard.spend()
 
+    async def _slot_values(self) -> list[tuple[str, str]]:
+        return [(s.label, s.content) for s in await self.store.slots()]
+
     # -- halts ----------------------------------------------------------------------------------
+
+    @property
+    def halted(self) -> HaltRecord | None:
+        """The panel's current halt (the guard's), until `resume()`."""
+        return self.guard.halted
+
+    def _log_record(self, record: HaltRecord) -> None:
+        """Every record the guard makes goes to debug.log (the history): a halt that ends a
+        turn once the turn is stored, with the row ids of its calls; any other at once."""
+        if record.shadow:
+            halts.log_shadow(self.debug, record)
+        elif self.in_flight_row is not None:
+            self._unlogged = record
+        else:
+            halts.log_halt(self.debug, record, user_row_id=None)
 
     async def resume(self, limits: BudgetSettings | None = None) -> None:
         """The operator lets a halted panel go on (optionally with new budget limits)."""
-        record, self.halted = self.halted, None
-        self.guard.resume(limits)
+        record = self.guard.resume(limits)
         await halts.clear_halt(self.store, self.debug, record)
+
+    async def save_halt(self, *, user_row_id: int | None = None) -> None:
+        """Write the current halt to the store (`mnemara show` reads it from any process)."""
+        if self.guard.halted is not None:
+            await halts.save_halt(self.store, self.guard.halted, user_row_id=user_row_id)
 
     async def _halt(self, record: HaltRecord, user_id: int | None, ids: Sequence[int]) -> Halted:
         if ids:  # the calls in the evidence are in this turn's assistant row
             record = record.with_row_ids({c.tool_use_id: ids[0] for c in record.calls})
-        self.halted = record
-        await halts.record_halt(self.store, self.debug, record, user_row_id=user_id)
+        self._unlogged = None
+        halts.log_halt(self.debug, record, user_row_id=user_id)
+        await halts.save_halt(self.store, record, user_row_id=user_id)
         return Halted(record)
 
     def _refuse(self, record: HaltRecord) -> PanelHaltedError:
@@ -196,12 +224,13 @@ class Session:
     async def turn(
         self, text: str, *, consumed_ids: Sequence[int] = (), inbox: str | None = None
     ) -> AsyncGenerator[SessionEvent, None]:
-        if self.halted is not None:
-            raise self._refuse(self.halted)
+        if self.guard.halted is not None:
+            await self.save_halt()
+            raise self._refuse(self.guard.halted)
         self._turns += 1
         refused = self.guard.begin_turn(self._turns)
-        if refused is not None:
-            await self._halt(refused, None, ())
+        if refused is not None:  # the guard logged it as it made it
+            await self.save_halt()
             raise self._refuse(refused)
         role = self.role.read()
         if role.warning:
@@ -228,7 +257,7 @@ class Session:
                         yield event
                         # Closing the driver ends the turn; the halted call never ran. A request's
                         # usage can come between the call and its refusal: go on to the refusal.
-                        if self.guard.halt is not None and not isinstance(event, Usage | Cost):
+                        if self.guard.halted is not None and not isinstance(event, Usage | Cost):
                             break
                 if failure is None:
                     break
@@ -242,12 +271,7 @@ class Session:
                 await self.store.recover_interrupted()
                 committed = True  # nothing more to write: the input row is kept, marked
                 raise error_for(failure)
-            world = None
-            if self.guard.wants_world and self.guard.halt is None:
-                world = await measure_world(
-                    self.store, self.files.written, self.cwd, self._git_probe
-                )
-            halt = self.guard.end_turn(world)
+            halt = await self.guard.finish_turn()
             if halt is not None:
                 recorder.note(halt.notice())
             ids = await self._commit(user_id, recorder)
@@ -256,8 +280,11 @@ class Session:
                 yield await self._halt(halt, user_id, ids)
             yield TurnCommitted(user_id, ids)
         finally:
-            self.in_flight_row = None
-            self.guard.end_turn()  # closes the turn's budget and sentinel state if still open
+            user_row, self.in_flight_row = self.in_flight_row, None
+            self.guard.close_turn()  # closes the turn's budget and sentinel state if still open
+            if self._unlogged is not None:  # halted, then stopped before it was stored
+                halts.log_halt(self.debug, self._unlogged, user_row_id=user_row)
+                self._unlogged = None
             if not committed:
                 # Stopped mid-turn (cancelled or closed): keep what was said, say it stopped.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
@@ -327,13 +354,15 @@ async def open_session(
     cwd: Path | None = None,
     tools: Sequence[ToolSpec] = (),
     git_probe: GitProbe = git_state,
+    guard: Guard | None = None,
 ) -> AsyncIterator[Session]:
     """Open an instance's session; the store is closed when the block ends.
 
-    Tool calls are decided by the budget and sentinel (runtime/guard/guard.py), then by `approver`,
-    or else by the instance's permission policy, whose `ask` verdicts go to `asker` (none:
-    denied, with a message the model can read). `tools` are served next to the agent's own;
-    `git_probe` measures the git state for the sentinel's no-progress rule.
+    Tool calls are decided by the panel's guard (runtime/guard/guard.py): `guard` when the owner
+    keeps one across sessions (a host), else one built from the instance's config. Its policy is
+    `approver`, or else the instance's permission policy, whose `ask` verdicts go to `asker`
+    (none: denied, with a message the model can read). `tools` are served next to the agent's
+    own; `git_probe` measures the git state the sentinel compares.
     """
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
@@ -351,13 +380,17 @@ async def open_session(
             cwd=cwd,
             tools=tools,
             git_probe=git_probe,
+            guard=guard,
         )
         if recovered:
             session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)
         if config.unknown_fields():
             session.debug.write("warning", "unknown_config_fields", fields=config.unknown_fields())
-        if await store.get_meta(halts.HALT_META):
-            # Budgets and the sentinel are per session: opening a new one is the operator going
-            # on. The record stays in debug.log; the meta key only names a current halt.
+        # The spend `mnemara show` prints is this session's (a host's guard: this host run's).
+        await halts.save_spend(store, session.guard.spend())
+        if guard is None and await store.get_meta(halts.HALT_META):
+            # A session of its own has fresh budgets and a fresh sentinel: opening one is the
+            # operator going on. (A guard the owner keeps carries its halt over.) The record
+            # stays in debug.log; the meta key only names a current halt.
             await halts.clear_halt(store, session.debug, None)
         yield session

@@ -1,135 +1,71 @@
 """`mnemara bus`: send, read and repair messages on a team's bus from a shell or a script.
 
 peerbus is imported inside the commands so `mnemara --help` stays fast. Every command
-takes `--db PATH` or `--team NAME` and prints JSON with `--json`. Payloads and roles read
-from the bus are untrusted text: control characters are stripped before they reach the
-terminal. Errors are one line on stderr and a non-zero exit code, never a traceback.
+takes `--db FILE` or `--team/-t NAME` and prints JSON with `--json`. Recipients are panels
+(`--panel/-p`); the old spellings (`--to`, `--role`, `--recipient`, `bus inbox NAME`) still
+work. Payloads and roles read from the bus are untrusted text: control characters are
+stripped before they reach the terminal. Errors are one line on stderr and an exit code
+(panels/cli/errors.py), never a traceback.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from peerbus import BusFile
+from panels.cli.busio import (
+    DbOpt,
+    JsonOpt,
+    LimitOpt,
+    TeamOpt,
+    clean,
+    emit,
+    one_of,
+    opened,
+    plain,
+    record_line,
+    resolve_path,
+)
+from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.options import HELP_OPTIONS, Command, not_negative
 
 bus_app = typer.Typer(
     help="Send, inspect and repair messages on a team's peer bus (the `returns` table).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
 
-EXIT_USAGE = 2
-EXIT_BUS = 9  # PeerbusError, as in the CLI's error table
-_TEAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 
-DbOpt = Annotated[
-    Path | None, typer.Option("--db", help="Path of the bus SQLite file.", dir_okay=False)
-]
-TeamOpt = Annotated[
-    str | None,
-    typer.Option("--team", help="Team name: uses $MNEMARA_HOME/_teams/NAME/bus.sqlite."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
-
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"mnemara: {message}", err=True)
-    return typer.Exit(code)
-
-
-def resolve_path(db: Path | None, team: str | None) -> Path:
-    """The bus file named by --db or --team (exactly one)."""
-    if (db is None) == (team is None):
-        raise _fail("give exactly one of --db PATH or --team NAME", EXIT_USAGE)
-    if db is not None:
-        return db
-    assert team is not None
-    if not _TEAM.fullmatch(team) or ".." in team:
-        raise _fail(f"invalid team name {team!r}: use letters, digits, '.', '-', '_'", EXIT_USAGE)
-    from runtime.home import mnemara_home
-
-    return mnemara_home() / "_teams" / team / "bus.sqlite"
-
-
-@contextmanager
-def opened(db: Path | None, team: str | None, *, create: bool = False) -> Iterator[BusFile]:
-    """Open the bus for one command; peerbus errors become a line on stderr and exit 9."""
-    from peerbus import PeerbusError, close_bus, connect_bus
-
-    path = resolve_path(db, team)
-    if not create and not path.is_file():
-        raise _fail(f"no bus at {path}; check --db / --team, or send a message first", EXIT_BUS)
-    if not path.parent.is_dir():
-        raise _fail(f"directory {path.parent} does not exist; create it first", EXIT_BUS)
-    try:
-        bus = connect_bus(path)
-    except PeerbusError as exc:
-        raise _fail(str(exc), EXIT_BUS) from None
-    if bus.notice:
-        typer.echo(f"mnemara: note: {bus.notice}", err=True)
-    try:
-        yield bus
-    except PeerbusError as exc:
-        raise _fail(str(exc), EXIT_BUS) from None
-    finally:
-        close_bus(bus)
-
-
-def _clean(text: object, limit: int | None = None) -> str:
-    from peerbus.render import strip_controls
-
-    one_line = " ".join(strip_controls(str(text)).split())
-    return one_line if limit is None or len(one_line) <= limit else one_line[: limit - 1] + "…"
-
-
-def _emit(items: Any, as_json: bool, line: Any) -> None:
-    if as_json:
-        typer.echo(json.dumps(_plain(items), ensure_ascii=False, sort_keys=True))
-        return
-    for item in items if isinstance(items, list) else [items]:
-        typer.echo(line(item))
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _record_line(r: Any) -> str:
-    to = r.recipient or "*"
-    topic = f" [{_clean(r.topic, 40)}]" if r.topic else ""
-    return f"{r.id:>7} {r.status:<8} {_clean(r.sender, 24)} -> {_clean(to, 24)}{topic} " + _clean(
-        r.payload_json, 120
-    )
-
-
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def send(
-    payload: Annotated[str, typer.Argument(help="The payload: a JSON object, or - for stdin.")],
+    payload: Annotated[
+        str, typer.Argument(metavar="JSON", help="The payload: a JSON object, or - for stdin.")
+    ],
     db: DbOpt = None,
     team: TeamOpt = None,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Recipient role; omit for a broadcast.")
+    panel: Annotated[
+        str | None,
+        typer.Option(
+            "--panel", "-p", "--to", metavar="NAME", help="The panel it is for; omit to broadcast."
+        ),
     ] = None,
     sender: Annotated[
-        str, typer.Option("--from", help="Sender role recorded on the row.")
+        str, typer.Option("--from", metavar="NAME", help="The sender recorded on the row.")
     ] = "operator",
-    topic: Annotated[str | None, typer.Option("--topic", help="Topic (task_id).")] = None,
+    topic: Annotated[
+        str | None, typer.Option("--topic", metavar="TEXT", help="Topic (task_id).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Submit one message. The sender is --from (default `operator`), never the payload."""
@@ -137,59 +73,109 @@ def send(
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise _fail(f"the payload is not JSON ({exc})", EXIT_USAGE) from None
+        raise fail(f"the payload is not JSON ({exc}); give a JSON object", EXIT_USAGE) from None
     from peerbus import submit
 
     with opened(db, team, create=True) as bus:
-        ident = submit(bus, sender, to, value, topic=topic)
-    _emit({"id": ident}, as_json, lambda d: f"sent message {d['id']}")
+        ident = submit(bus, sender, panel, value, topic=topic)
+    emit({"id": ident}, as_json, lambda d: f"sent message {d['id']}")
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def inbox(
-    recipient: Annotated[str, typer.Argument(help="The recipient role to look at.")],
+    recipient: Annotated[
+        str | None, typer.Argument(metavar="PANEL", help="The panel (or use --panel).")
+    ] = None,
     db: DbOpt = None,
     team: TeamOpt = None,
+    panel: Annotated[
+        str | None,
+        typer.Option("--panel", "-p", metavar="NAME", help="The panel whose inbox to list."),
+    ] = None,
     senders: Annotated[
         str | None,
-        typer.Option("--senders", help="Comma-separated roles whose broadcasts it takes."),
+        typer.Option(
+            "--senders", metavar="NAMES", help="Comma-separated panels whose broadcasts it takes."
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option(help="At most this many messages.")] = 100,
+    limit: LimitOpt = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """List what RECIPIENT is still owed, oldest first, without claiming anything."""
+    """List what a panel is still owed, oldest first, without claiming anything.
+
+    Operator input waiting for the panel (its route NAME@operator) is listed first, marked.
+    """
+    from panels.host.delivery import operator_route
     from peerbus import inbox as read_inbox
 
+    name = one_of(panel, recipient, "PANEL")
+    if name is None:
+        raise fail("name the panel: `mnemara bus inbox --panel NAME`", EXIT_USAGE)
     roles = None if senders is None else [s for s in senders.split(",") if s.strip()]
     with opened(db, team) as bus:
-        items = read_inbox(bus, recipient, senders=roles, limit=limit)
-    _emit(
-        items,
+        operator = read_inbox(bus, operator_route(name), senders=[], limit=limit)
+        peers = read_inbox(bus, name, senders=roles, limit=limit)
+    items = [{**plain(p), "operator_input": True} for p in operator] + [
+        {**plain(p), "operator_input": False} for p in peers
+    ]
+    emit(
+        items[:limit] if limit else [],
         as_json,
         lambda p: (
-            f"{p.id:>7} {p.state:<7} x{p.attempts} {_clean(p.sender, 24)}: "
-            + _clean(p.payload_json, 120)
+            f"{p['id']:>7} {p['state']:<7} x{p['attempts']} {clean(p['sender'], 24)}"
+            + (" (operator input)" if p["operator_input"] else "")
+            + ": "
+            + clean(p["payload_json"], 120)
         ),
+        empty=f"(nothing waits for {name})",
     )
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def tail(
     db: DbOpt = None,
     team: TeamOpt = None,
-    limit: Annotated[int, typer.Option(help="Show the newest N rows first.")] = 20,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", "-n", metavar="N", callback=not_negative, help="Show the newest N rows."
+        ),
+    ] = 20,
     after: Annotated[
-        int | None, typer.Option("--after", help="Instead, start with the rows after this id.")
+        int | None,
+        typer.Option(
+            "--after",
+            metavar="ID",
+            callback=not_negative,
+            help="Instead, start with the rows after this id.",
+        ),
     ] = None,
-    role: Annotated[
-        str | None, typer.Option("--role", help="Only rows sent by or to this role.")
+    panel: Annotated[
+        str | None,
+        typer.Option(
+            "--panel", "-p", "--role", metavar="NAME", help="Only rows sent by or to this panel."
+        ),
     ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new rows.")] = False,
     count: Annotated[
-        int | None, typer.Option("--count", help="With --follow: stop after N rows printed.")
+        int | None,
+        typer.Option(
+            "--count",
+            metavar="N",
+            callback=not_negative,
+            help="With --follow: stop after N rows printed.",
+        ),
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="With --follow: stop after N seconds.")
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            callback=not_negative,
+            help="With --follow: stop after this many seconds.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -200,23 +186,25 @@ def tail(
 
     with opened(db, team) as bus:
         if after is None:
-            rows = history(bus, limit=limit, role=role)
+            rows = history(bus, limit=limit, role=panel) if limit else []
             newest = history(bus, limit=1)
             after = newest[-1].id if newest else 0
         else:
-            rows = history(bus, after=after, limit=500, role=role)
+            rows = history(bus, after=after, limit=500, role=panel)
     printed = 0
     for row in rows:
-        _emit(row, as_json, _record_line)
+        emit(row, as_json, record_line)
         after = max(after, row.id)
         printed += 1
+    if not rows and not follow and not as_json:
+        typer.echo("(no messages on this bus yet)" if limit else "(nothing asked for: -n 0)")
     if follow and (count is None or printed < count):
         left = None if count is None else count - printed
         path, start = resolve_path(db, team), after
 
         async def follow_until_timeout() -> None:
             with anyio.move_on_after(timeout):
-                await _follow(path, start, role, left, as_json)
+                await _follow(path, start, panel, left, as_json)
 
         anyio.run(follow_until_timeout)
 
@@ -235,7 +223,7 @@ async def _follow(
             # Taken before the read: a row committed during it still wakes the wait.
             since = await bus.generation()
             for row in await bus.history(after=last, limit=500, role=role):
-                _emit(row, as_json, _record_line)
+                emit(row, as_json, record_line)
                 last = row.id
                 if count is not None:
                     count -= 1
@@ -244,7 +232,8 @@ async def _follow(
             await bus.wait_for_change(3600, since=since)
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def stats(db: DbOpt = None, team: TeamOpt = None, as_json: JsonOpt = False) -> None:
     """Rows by status, and per recipient: epoch, waiting, leased, done, failed, noise."""
     from peerbus import stats as read_stats
@@ -252,79 +241,104 @@ def stats(db: DbOpt = None, team: TeamOpt = None, as_json: JsonOpt = False) -> N
     with opened(db, team) as bus:
         result = read_stats(bus)
     if as_json:
-        _emit(result, True, str)
+        emit(result, True, str)
         return
     typer.echo(f"mode {result.mode}, schema v{result.schema_version}")
+    if not result.rows_by_status:
+        typer.echo("(no messages on this bus yet)")
     for status, count in sorted(result.rows_by_status.items()):
-        typer.echo(f"  {_clean(status, 20):<10} {count}")
+        typer.echo(f"  {clean(status, 20):<10} {count}")
     for r in result.recipients:
         typer.echo(
-            f"{_clean(r.recipient, 30)} epoch {r.epoch}: waiting {r.waiting}, leased {r.leased}, "
+            f"{clean(r.recipient, 30)} epoch {r.epoch}: waiting {r.waiting}, leased {r.leased}, "
             f"done {r.done}, failed {r.failed}, noise acked {r.noise_acked}"
         )
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def dead(
     db: DbOpt = None,
     team: TeamOpt = None,
-    recipient: Annotated[
-        str | None, typer.Option("--recipient", help="Only this recipient's.")
+    panel: Annotated[
+        str | None,
+        typer.Option(
+            "--panel", "-p", "--recipient", metavar="NAME", help="Only this panel's dead letters."
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    limit: LimitOpt = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """List dead letters: messages given up for a recipient, with the reason."""
+    """List dead letters: messages given up for a panel, with the reason."""
     from peerbus import dead_letters
 
     with opened(db, team) as bus:
-        items = dead_letters(bus, recipient=recipient, limit=limit)
-    _emit(
+        items = dead_letters(bus, recipient=panel, limit=limit) if limit else []
+    emit(
         items,
         as_json,
         lambda d: (
-            f"{d.id:>7} for {_clean(d.recipient, 24)} from {_clean(d.sender, 24)}: "
-            f"{_clean(d.reason, 100)}"
+            f"{d.id:>7} for {clean(d.recipient, 24)} from {clean(d.sender, 24)}: "
+            f"{clean(d.reason, 100)}"
         ),
+        empty="(no dead letters)",
     )
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def retry(
-    ids: Annotated[list[int] | None, typer.Argument(help="Message ids to retry.")] = None,
+    ids: Annotated[
+        list[int] | None, typer.Argument(metavar="ID", help="Message ids to retry.")
+    ] = None,
     db: DbOpt = None,
     team: TeamOpt = None,
-    recipient: Annotated[
-        str | None, typer.Option("--recipient", help="Retry this recipient's dead letters.")
+    panel: Annotated[
+        str | None,
+        typer.Option(
+            "--panel",
+            "-p",
+            "--recipient",
+            metavar="NAME",
+            help="Retry this panel's dead letters.",
+        ),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Retry every dead letter.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Put dead letters back in the queue with a fresh attempt count."""
-    if not ids and recipient is None and not all_:
-        raise _fail("name message ids, --recipient ROLE, or --all", EXIT_USAGE)
+    if not ids and panel is None and not all_:
+        raise fail("name message ids, --panel NAME, or --all", EXIT_USAGE)
+    if ids and any(i < 1 for i in ids):
+        raise fail("message ids are 1 or more", EXIT_USAGE)
     from peerbus import retry as retry_dead
 
     with opened(db, team) as bus:
-        moved = retry_dead(bus, ids=ids or None, recipient=recipient)
-    _emit({"retried": moved}, as_json, lambda d: f"retried {d['retried']} dead letter(s)")
+        moved = retry_dead(bus, ids=ids or None, recipient=panel)
+    emit({"retried": moved}, as_json, lambda d: f"retried {d['retried']} dead letter(s)")
 
 
 def parse_duration(text: str) -> float:
     """Seconds from `90`, `90s`, `15m`, `12h` or `7d`."""
     match = _DURATION.fullmatch(text.strip())
     if not match:
-        raise _fail(f"cannot read duration {text!r}: use e.g. 90s, 15m, 12h or 7d", EXIT_USAGE)
+        raise fail(f"cannot read duration {text!r}: use e.g. 90s, 15m, 12h or 7d", EXIT_USAGE)
     unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
     return float(match.group(1)) * unit
 
 
-@bus_app.command()
+@bus_app.command(cls=Command)
+@reports_errors
 def prune(
     db: DbOpt = None,
     team: TeamOpt = None,
     older_than: Annotated[
-        str, typer.Option("--older-than", help="Age of done rows to delete: 90s, 15m, 12h, 7d.")
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Delete done rows older than this: 90s, 15m, 12h or 7d.",
+        ),
     ] = "7d",
     as_json: JsonOpt = False,
 ) -> None:
@@ -334,4 +348,4 @@ def prune(
     seconds = parse_duration(older_than)
     with opened(db, team) as bus:
         deleted = prune_done(bus, older_than=seconds)
-    _emit({"deleted": deleted}, as_json, lambda d: f"deleted {d['deleted']} done row(s)")
+    emit({"deleted": deleted}, as_json, lambda d: f"deleted {d['deleted']} done row(s)")

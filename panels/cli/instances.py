@@ -1,27 +1,53 @@
-"""`mnemara init | list | show | clear | delete | note`: one instance's files from the shell."""
+"""`mnemara init | list | show | clear | delete | note`: one instance's files from the shell.
+
+Commands that change or remove an instance hold its lease while they do (`hold_instance`), so
+they refuse an instance a host is running and no host starts on it half-way through.
+`show`, `list`, `export` only read; `note` only appends to a memory file.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panels.cli.errors import fail, reports_errors
+from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.options import InstanceOpt, not_negative
 
-InstanceOpt = Annotated[str, typer.Option("--instance", "-i", help="Instance name.")]
+if TYPE_CHECKING:
+    from runtime.home import InstancePaths
+    from runtime.lease import Lease
+
+
+def hold_instance(paths: InstancePaths, command: str, action: str) -> Lease:
+    """Lease the instance for `mnemara <command>`, or raise InstanceLeasedError (`action`)."""
+    from runtime.lease import LeaseOwner, acquire_lease
+
+    lease = acquire_lease(paths, LeaseOwner.this_process(f"`mnemara {command}`"), action=action)
+    if lease.stale_owner is not None:
+        typer.echo(
+            f"mnemara: took over the stale lease of {lease.stale_owner.describe()}: "
+            "that process is gone",
+            err=True,
+        )
+    return lease
 
 
 @reports_errors
 def init(
     instance: InstanceOpt,
     role: Annotated[
-        Path | None, typer.Option(help="Role doc (Markdown) to use as the system prompt.")
+        Path | None,
+        typer.Option(
+            "--role", metavar="FILE", help="Role doc (Markdown) to use as the system prompt."
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Claude model id.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", metavar="NAME", help="Claude model id.")
+    ] = None,
 ) -> None:
     """Create a new instance under MNEMARA_HOME (refuses to overwrite one)."""
     from runtime.config import InstanceConfig, save_config
@@ -78,13 +104,18 @@ def list_() -> None:
 @reports_errors
 def show(
     instance: InstanceOpt,
-    n: Annotated[int, typer.Option("-n", help="Show only the last N rows (0 = all).")] = 0,
+    n: Annotated[
+        int,
+        typer.Option(
+            "-n", metavar="N", callback=not_negative, help="Show only the last N rows (0: all)."
+        ),
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the rolling window, slots and token accounting (read-only)."""
-    from panels.cli.window_view import describe_window
+    """Print the rolling window, slots, token accounting and this session's spend (read-only)."""
     from runtime.config import load_config
     from runtime.home import InstancePaths
+    from runtime.inspect import describe_window
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance).require()
@@ -107,7 +138,7 @@ def clear(
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance).require()
-    with TurnStore.open(paths.turns) as store:
+    with hold_instance(paths, "clear", "clear its window"), TurnStore.open(paths.turns) as store:
         removed = store.clear(keep_pinned=not all_)
     kept = "" if all_ else " (pinned rows and slots kept; --all drops them too)"
     typer.echo(f"removed {removed} rows{kept}")
@@ -120,19 +151,25 @@ def delete(
 ) -> None:
     """Delete an instance directory and everything in it (needs --force)."""
     from runtime.home import InstancePaths
+    from runtime.lease import delete_instance
 
     paths = InstancePaths.for_name(instance).require()
-    if not force:
-        raise fail(f"this deletes {paths.root} and all its files; add --force to confirm", 2)
-    shutil.rmtree(paths.root)
+    with hold_instance(paths, "delete", "delete it") as lease:
+        if not force:
+            raise fail(
+                f"this deletes {paths.root} and all its files; add --force to confirm", EXIT_USAGE
+            )
+        delete_instance(lease)
     typer.echo(f"deleted {paths.root}")
 
 
 @reports_errors
 def note(
     instance: InstanceOpt,
-    text: Annotated[list[str], typer.Argument(help="The note's text.")],
-    category: Annotated[str, typer.Option(help="A category for the note.")] = "note",
+    text: Annotated[list[str], typer.Argument(metavar="TEXT", help="The note's text.")],
+    category: Annotated[
+        str, typer.Option("--category", metavar="NAME", help="A category for the note.")
+    ] = "note",
 ) -> None:
     """Append a note to today's memory file (memory/YYYY-MM-DD.md)."""
     from runtime.home import InstancePaths

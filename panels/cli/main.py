@@ -1,18 +1,22 @@
 """The `mnemara` command line: builds the typer app from the command groups and maps errors.
 
 Command modules import only typer at load time; the runtime is imported inside each command,
-so `mnemara --help` stays fast.
+so `mnemara --help` stays fast. Help is plain text (no boxes), `-h` works everywhere, and
+every command's failures are reported by `reports_errors` (panels/cli/errors.py); `run_cli`
+is the last net, so no command ever ends with a traceback.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
-from panels.cli import instances, rehearse, role, run, transfer
+from panels.cli import claude, instances, rehearse, role, run, transfer
 from panels.cli.bus import bus_app
+from panels.cli.errors import EXITS, report
 from panels.cli.host import host_commands
+from panels.cli.options import HELP_OPTIONS, Command
 
 app = typer.Typer(
     name="mnemara",
@@ -20,6 +24,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
 
 
@@ -38,29 +44,36 @@ def main(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    """State lives under $MNEMARA_HOME (default ~/.mnemara)."""
+    """State lives under $MNEMARA_HOME (default ~/.mnemara). `mnemara COMMAND -h` says more."""
 
 
-app.command()(instances.init)
-app.command("list")(instances.list_)
-app.command()(instances.show)
-app.command()(instances.clear)
-app.command()(instances.delete)
-app.command()(instances.note)
-app.command()(role.role)
-app.command()(transfer.export)
-app.command("import")(transfer.import_)
-app.command()(transfer.migrate)
-app.command()(run.run)
-app.command()(rehearse.rehearse)
-app.add_typer(bus_app, name="bus")
+app.command(cls=Command)(instances.init)
+app.command("list", cls=Command)(instances.list_)
+app.command(cls=Command)(instances.show)
+app.command(cls=Command)(instances.clear)
+app.command(cls=Command)(instances.delete)
+app.command(cls=Command)(instances.note)
+app.command(cls=Command)(role.role)
+app.command(cls=Command)(transfer.export)
+app.command("import", cls=Command)(transfer.import_)
+app.command(cls=Command)(transfer.migrate)
+app.command(cls=Command)(run.run)
+app.command(cls=Command)(rehearse.rehearse)
 for _name, _command in host_commands:
-    app.command(_name)(_command)
+    app.command(_name, cls=Command)(_command)
+app.command(cls=Command, context_settings=claude.PASSTHROUGH)(claude.claude)
+app.add_typer(bus_app, name="bus")
 
 
-def run_cli() -> None:
-    """Console-script entry point."""
-    app()
+def run_cli(args: list[str] | None = None) -> NoReturn:
+    """Console-script entry point. Anything a command let through is reported here."""
+    try:
+        app(args=args, prog_name="mnemara")
+    except EXITS:
+        raise
+    except BaseException as exc:
+        raise SystemExit(report(exc)) from None
+    raise SystemExit(0)  # not reached: typer's standalone mode always exits
 
 
 if __name__ == "__main__":  # `python -m panels.cli.main`: how a detached host is started

@@ -16,51 +16,34 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panels.cli.errors import EXIT_CODES, fail, reports_errors
-from panels.cli.instances import InstanceOpt
+from panels.cli.errors import EXIT_DRIVER, EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
+from panels.cli.options import InstanceOpt, check_output
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
     from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
 
-REHEARSAL_KEY = "sk-ant-rehearsal"
-# Cleared in the CLI's environment (it inherits ours): each could route a turn elsewhere.
-CLEARED_VARS = (
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_USE_FOUNDRY",
-)
 
-
-def rehearsal_env(base_url: str, cli_home: Path) -> dict[str, str]:
-    """The CLI environment for one panel of a rehearsal server (see the module docstring)."""
-    env = dict.fromkeys(CLEARED_VARS, "")
-    env.update(
-        {
-            "ANTHROPIC_BASE_URL": base_url,
-            "ANTHROPIC_API_KEY": REHEARSAL_KEY,
-            "HOME": str(cli_home),
-            # Not cleared but pointed into the throwaway HOME: an empty value would make the
-            # CLI write its config into the working directory.
-            "CLAUDE_CONFIG_DIR": str(cli_home / ".claude"),
-        }
-    )
-    return env
-
-
-def pick_panel(script: Script, wanted: str | None, source: Path) -> str:
-    """The panel to rehearse: `wanted`, or the script's only panel."""
+def pick_panel(
+    script: Script, wanted: str | None, source: Path, *, instance: str | None = None
+) -> str:
+    """The panel of the script that answers: `wanted`; else the one named like the instance;
+    else the script's only panel. Exits 2 naming the script's panels when none fits."""
     names = sorted(script.panels)
+    listed = ", ".join(names) or "(none)"
     if wanted is not None:
         if wanted not in script.panels:
-            raise fail(f"{source}: no panel {wanted!r}; it has: {', '.join(names) or '(none)'}", 2)
+            raise fail(f"{source}: no panel {wanted!r}; it has: {listed}", EXIT_USAGE)
         return wanted
+    if instance is not None and instance in script.panels:
+        return instance
     if len(names) != 1:
-        listed = ", ".join(names) or "(none)"
-        raise fail(f"{source} has {len(names)} panels ({listed}); choose one with --panel", 2)
+        named = f" and none is named {instance!r}" if instance is not None else ""
+        raise fail(
+            f"{source} defines {len(names)} panels ({listed}){named}; choose one with --panel NAME",
+            EXIT_USAGE,
+        )
     return names[0]
 
 
@@ -92,7 +75,11 @@ def rehearse(
     panel: Annotated[
         str | None,
         typer.Option(
-            metavar="NAME", help="Which panel of the script answers; needed when it has several."
+            "--panel",
+            "-p",
+            metavar="NAME",
+            help="Which panel of the script answers; needed when it has several and none is "
+            "named like the instance.",
         ),
     ] = None,
     prompt: Annotated[
@@ -107,6 +94,7 @@ def rehearse(
     log: Annotated[
         Path | None,
         typer.Option(
+            "--log",
             metavar="FILE",
             help="Append one JSON line per model request (usage, cache) to this file.",
         ),
@@ -117,40 +105,56 @@ def rehearse(
     Without --prompt: the line REPL of `mnemara run --no-tui` (the instance as a team of one
     under the host), then a usage summary.
     """
+    if log is not None:
+        check_output(log)
+    run_rehearsal(instance, script, panel, prompt or [], log)
+
+
+def run_rehearsal(
+    instance: str, script: Path, panel: str | None, prompts: list[str], log: Path | None
+) -> None:
+    """`rehearse`, and `run --rehearsal`: exits 6 when a prompt's turn failed, 1 when the
+    host gave up on the panel (the face has said why)."""
     import anyio
 
     from runtime.home import InstancePaths
     from runtime.rehearsal import load_script
 
     InstancePaths.for_name(instance).require()
+    if script.is_dir():
+        raise fail(f"{script} is a directory; give the rehearsal script (TOML) in it", 2)
     parsed = load_script(script)
-    chosen = pick_panel(parsed, panel, script)
-    failed = anyio.run(
-        lambda: _rehearse(instance, parsed, chosen, prompt or [], log), backend="trio"
+    chosen = pick_panel(parsed, panel, script, instance=instance)
+    failed, ok = anyio.run(
+        lambda: _rehearse(instance, parsed, chosen, prompts, log), backend="trio"
     )
     if failed:
-        raise typer.Exit(EXIT_CODES["DriverError"])
+        raise typer.Exit(EXIT_DRIVER)
+    if not ok:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 async def _rehearse(
     instance: str, script: Script, panel: str, prompts: list[str], log: Path | None
-) -> int:
-    """Run the REPL or the given prompts; returns how many turns failed."""
+) -> tuple[int, bool]:
+    """Run the REPL or the given prompts: how many turns failed, and False when the host
+    gave up on the panel."""
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
+    from runtime.rehearsal.env import rehearsal_env
 
-    failed = 0
+    failed, ok = 0, True
     with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
         async with open_rehearsal_server(script, log_path=log) as server:
             driver = ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home)))
             if prompts:
                 failed = await _run_prompts(instance, driver, server, panel, prompts)
             else:
-                await run_solo(solo_team(instance), drivers=lambda spec: driver)
+                ok = await run_solo(solo_team(instance), drivers=lambda spec: driver)
             typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
-    return failed
+    return failed, ok
 
 
 async def _run_prompts(

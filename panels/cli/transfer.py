@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
-from panels.cli.errors import fail, reports_errors
-from panels.cli.instances import InstanceOpt
+from panels.cli.errors import EXIT_USAGE, exit_code_for, fail, reports_errors
+from panels.cli.instances import hold_instance
+from panels.cli.options import InstanceOpt, check_output
 
 
 @reports_errors
 def export(
     instance: InstanceOpt,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="File to write (default: stdout)."),
     ] = None,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Readable Markdown instead of the JSONL format.")
@@ -29,28 +32,30 @@ def export(
     from runtime.store import TurnStore
     from runtime.store.export import export_jsonl, export_markdown
 
+    if output is not None:
+        check_output(output)
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
-    out = output.open("w", encoding="utf-8") if output else sys.stdout
-    try:
-        with TurnStore.open(paths.turns) as store:
+    with TurnStore.open(paths.turns) as store:
+        # Opened once the store is: a store that cannot be read leaves no empty file behind.
+        target: IO[str]
+        with output.open("w", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
             if markdown:
                 role_path = Path(config.role_doc_path) if config.role_doc_path else None
                 role_text = RoleDocSource(role_path).read().text
-                export_markdown(store, out, instance=instance, role_doc_text=role_text)
+                export_markdown(store, target, instance=instance, role_doc_text=role_text)
             else:
-                count = export_jsonl(store, out, instance=instance)
+                count = export_jsonl(store, target, instance=instance)
                 if output:
                     typer.echo(f"exported {count} rows to {output}", err=True)
-    finally:
-        if output:
-            out.close()
 
 
 @reports_errors
 def import_(
     instance: InstanceOpt,
-    source: Annotated[Path, typer.Argument(help="A file written by `mnemara export`.")],
+    source: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A file written by `mnemara export`.")
+    ],
     replace: Annotated[
         bool, typer.Option("--replace", help="Replace a window that already has rows.")
     ] = False,
@@ -61,25 +66,52 @@ def import_(
     from runtime.store.export import import_jsonl
 
     paths = InstancePaths.for_name(instance).require()
+    if source.is_dir():
+        raise fail(f"{source} is a directory; give the file `mnemara export -o` wrote", 2)
     if not source.is_file():
-        raise fail(f"{source}: no such file", 2)
-    with TurnStore.open(paths.turns) as store:
+        raise fail(f"{source}: no such file; give the file `mnemara export -o` wrote", 2)
+    with hold_instance(paths, "import", "import into it"), TurnStore.open(paths.turns) as store:
         summary = import_jsonl(store, source, replace=replace)
     typer.echo(f"imported {summary}")
 
 
 @reports_errors
 def migrate(
-    instance: Annotated[str | None, typer.Option("--instance", "-i", help="One instance.")] = None,
+    instance: Annotated[
+        str | None,
+        typer.Option("--instance", "-i", metavar="NAME", help="The one instance to migrate."),
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every instance under MNEMARA_HOME.")] = False,
 ) -> None:
-    """Bring instance stores to the current schema (idempotent; converts original mnemara)."""
+    """Bring instance stores to the current schema (idempotent; converts original mnemara).
+
+    With --all, an instance in use (leased by a host) is reported and skipped, and the command
+    exits non-zero at the end.
+    """
     from runtime.home import InstancePaths, list_instances
+    from runtime.lease import InstanceLeasedError
     from runtime.store.legacy import migrate_instance
 
     if bool(instance) == all_:
-        raise fail("give --instance NAME or --all", 2)
+        raise fail("give --instance NAME or --all", EXIT_USAGE)
     names = list_instances() if all_ else [str(instance)]
+    skipped: list[InstanceLeasedError] = []
     for name in names:
-        report = migrate_instance(InstancePaths.for_name(name).require())
+        paths = InstancePaths.for_name(name).require()
+        try:
+            with hold_instance(paths, "migrate", "migrate it"):
+                report = migrate_instance(paths)
+        except InstanceLeasedError as exc:
+            if not all_:
+                raise
+            typer.echo(f"mnemara: skipped: {exc}", err=True)
+            skipped.append(exc)
+            continue
         typer.echo(f"{name}: {report}")
+    if skipped:
+        names_in_use = ", ".join(exc.instance for exc in skipped)
+        raise fail(
+            f"skipped {len(skipped)} instance(s) in use ({names_in_use}); "
+            "migrate them once they are stopped",
+            exit_code_for(skipped[0]),
+        )

@@ -1,15 +1,19 @@
 """Events as lines a person reads: `mnemara logs`, `up --headless` and the demo's account. Pure.
 
-Text from models and peers is untrusted: control characters are stripped and every line is
-cut to a width, so nothing a panel writes can move the cursor or forge another line.
+One line per event of the catalogue (panels/hostdb/catalogue.py); kinds that only matter to
+machines (state changes, stores, settles) are shown with `--verbose`, field by field. Text
+from models and peers is untrusted: control characters are stripped and every line is cut to
+a width, so nothing a panel writes can move the cursor or forge another line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from panels.hostdb import Event, PanelRow
+from panels.hostdb import Logged, PanelRow
+from panels.hostdb import catalogue as ev
 from peerbus.render import strip_controls
 
 WIDTH = 110
@@ -20,101 +24,160 @@ def clean(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _line(event: Event) -> str | None:
-    d, who = event.data, event.panel or "host"
-    kind = event.kind
-    if kind == "command" and d.get("verb") == "input":
-        return f"operator -> {who}: {clean(d.get('args', {}).get('text', ''))}"
-    if kind == "command":
-        ok = "ok" if d.get("ok") else "FAILED"
-        return f"command {d.get('verb')} {who}: {ok}: {clean(d.get('outcome', ''))}"
-    if kind == "text":
-        return f"{who} says: {clean(d.get('text', ''), 300)}"
-    if kind == "tool_call":
-        return f"{who} calls {_tool(d.get('tool', ''))} {clean(d.get('input', ''), 120)}"
-    if kind == "tool_result":
-        flag = "error" if d.get("error") else "result"
-        return f"{who}   {flag}: {clean(d.get('content', ''), 120)}"
-    if kind == "send":
-        terminal = " (terminal)" if d.get("terminal") else ""
-        return f"{who} -> {d.get('to')} message {d.get('id')}{terminal}: {clean(d.get('text'))}"
-    if kind == "delivery":
-        return f"{who} <- turn {d.get('turn')}: message(s) {d.get('ids')} from {d.get('senders')}"
-    if kind == "halt":
-        return f"{who} HALTED by {d.get('by', 'host')}: {d.get('rule')}: {clean(d.get('message'))}"
-    if kind == "watchdog_action":
-        return (
-            f"{d.get('actor')} {d.get('verb')} {who}: {clean(d.get('text'))} -> {d.get('outcome')}"
-        )
-    if kind == "digest":
-        alerts = d.get("alerts") or []
-        return f"host -> {who} digest (message {d.get('id')})" + (
-            f", alerts: {clean('; '.join(alerts))}" if alerts else ", no alerts"
-        )
-    if kind == "turn_ended":
-        return (
-            f"{who} turn {d.get('turn')} {d.get('outcome')}: {d.get('tool_calls')} tool call(s), "
-            f"{d.get('input_tokens')} in / {d.get('output_tokens')} out tokens, "
-            f"${float(d.get('usd') or 0):.4f}"
-            + (f"; {clean(d.get('error'))}" if d.get("error") else "")
-        )
-    if kind in ("panel_failed", "panel_given_up", "panel_restarting"):
-        detail = d.get("error") or d.get("reason") or f"in {d.get('delay')}s"
-        return f"{who} {kind.removeprefix('panel_').replace('_', ' ')}: {clean(detail)}"
-    if kind == "approval_request":
-        return (f"{who} ASKS (request {d.get('request')}): {d.get('tool')} "
-                f"{clean(d.get('target'))} ({clean(d.get('reason'))})")  # fmt: skip
-    if kind == "approval_answer":
-        return f"{who} approval {d.get('request')}: {d.get('answer')}"
-    if kind in ("stale_delivery", "redelivery_skipped"):
-        return f"{who} {kind.replace('_', ' ')}: {d.get('ids')}"
-    if kind in ("host_started", "host_ready", "host_stopping", "host_stopped"):
-        return f"{kind.replace('_', ' ')}"
-    if kind == "panel_started":
-        return f"{who} started (epoch {d.get('epoch')}, model {d.get('model')})"
-    if kind in ("inbox", "model", "tokens", "sentinel", "warning"):
-        return f"{who} {kind}: {clean({k: v for k, v in d.items() if k != 'calls'})}"
-    return None
+def ids(values: Iterable[int]) -> str:
+    listed = ", ".join(str(v) for v in values)
+    return listed or "none"
 
 
 def _tool(name: str) -> str:
     return name.removeprefix("mcp__mnemara__")
 
 
-def format_event(event: Event, start: float | None = None, *, verbose: bool = False) -> str | None:
-    """One line for an event, or None for events only `verbose` shows."""
-    line = _line(event)
-    if line is None:
+def line(event: ev.HostEvent) -> str | None:
+    """The line for an event, or None for the kinds only `--verbose` shows."""
+    who = clean(event.panel or "host", 40)
+    match event:
+        case ev.VerbApplied(verb="input", ok=True, text=text, by=by):
+            return f"{clean(by, 40)} -> {who}: {clean(text)}"
+        case ev.VerbApplied(verb="nudge", ok=True, text=text, by=by):
+            return f"{clean(by, 40)} nudges {who}: {clean(text)}"
+        case ev.VerbApplied():
+            target = f" {who}" if event.panel else ""
+            args = f" ({clean(event.summary, 80)})" if event.summary else ""
+            refused = "" if event.ok else "REFUSED: "
+            return (
+                f"{clean(event.by, 40)} {clean(event.verb, 20)}{target}{args}: {refused}"
+                + clean(event.outcome)
+            )
+        case ev.Said():
+            return f"{who} says: {clean(event.text, 300)}"
+        case ev.ToolCalled():
+            return f"{who} calls {clean(_tool(event.tool), 60)} {clean(event.input, 120)}"
+        case ev.ToolAnswered():
+            flag = "error" if event.error else "result"
+            return f"{who}   {flag}: {clean(event.content, 120)}"
+        case ev.MessageSent():
+            terminal = " (terminal)" if event.terminal else ""
+            return (
+                f"{who} -> {clean(event.to, 40)} message {event.id}{terminal}: {clean(event.text)}"
+            )
+        case ev.Delivered():
+            stale = f" (stale: {ids(event.stale_ids)})" if event.stale_ids else ""
+            senders = ", ".join(clean(s, 40) for s in event.senders)
+            return f"{who} <- turn {event.turn}: message(s) {ids(event.ids)} from {senders}{stale}"
+        case ev.Halted():
+            return f"{who} HALTED by {clean(event.by, 40)}: {event.rule}: {clean(event.message)}"
+        case ev.ShadowHalt():
+            return f"{who} sentinel, shadow mode (nothing stopped): {event.rule}: " + clean(
+                event.message
+            )
+        case ev.Resumed():
+            lifted = f" (the {event.rule} halt is lifted)" if event.rule else ""
+            return f"{who} resumed by {clean(event.by, 40)}{lifted}"
+        case ev.DigestSent():
+            alerts = (
+                f", alerts: {clean('; '.join(event.alerts))}" if event.alerts else ", no alerts"
+            )
+            return f"host -> {who} digest (message {event.id}){alerts}"
+        case ev.TurnEnded():
+            error = f"; {clean(event.error)}" if event.error else ""
+            return (
+                f"{who} turn {event.turn} {event.outcome}: {event.tool_calls} tool call(s), "
+                f"{event.input_tokens} in / {event.output_tokens} out tokens, "
+                f"${event.usd:.4f}{error}"
+            )
+        case ev.PanelFailed():
+            return f"{who} failed: {clean(event.error)}"
+        case ev.PanelGivenUp():
+            return f"{who} given up: {clean(event.reason)}"
+        case ev.PanelRestarting():
+            return f"{who} restarting in {event.delay:g}s"
+        case ev.PanelStarted():
+            return f"{who} started (epoch {event.epoch}, model {clean(event.model, 60)})"
+        case ev.ApprovalAsked():
+            return (
+                f"{who} ASKS (request {event.request}): {clean(event.tool, 60)} "
+                f"{clean(event.target)} ({clean(event.reason)})"
+            )
+        case ev.ApprovalAnswered():
+            return f"{who} approval {event.request}: {clean(event.answer, 40)}"
+        case ev.RedeliverySkipped():
+            return f"{who} redelivery skipped (already processed): {ids(event.ids)}"
+        case ev.InboxSwitched():
+            return f"{who} inbox delivery {'on' if event.on else 'off'}"
+        case ev.ModelChanged():
+            return f"{who} model is now {clean(event.model, 60)}"
+        case ev.WindowTokensChanged():
+            return f"{who} max_window_tokens is now {event.max_window_tokens}"
+        case ev.Warned():
+            return f"{who} warning: {clean(event.message)}"
+        case ev.LeaseTakenOver():
+            return (
+                f"host took over the stale lease of instance {clean(event.instance, 64)} "
+                f"(left by {clean(event.previous, 120)})"
+            )
+        case ev.HostStarted():
+            return f"host started (team {clean(event.team, 64)}, pid {event.pid})"
+        case ev.HostReady():
+            return f"host ready: {', '.join(clean(p, 40) for p in event.panels)}"
+        case ev.HostStopping():
+            return "host stopping"
+        case ev.HostStopped():
+            return "host stopped"
+    return None
+
+
+def verbose_line(event: ev.HostEvent) -> str:
+    """Any event, field by field (for the kinds without a line of their own)."""
+    who = clean(event.panel or "host", 40)
+    if isinstance(event, ev.UnknownEvent):
+        return f"{who} {clean(event.stored_kind, 40)}: (not readable here: {event.why})"
+    fields = []
+    for f in dataclasses.fields(event):
+        if f.name == "panel":
+            continue
+        value = getattr(event, f.name)
+        shown = ids(value) if isinstance(value, tuple) else clean(value, 80)
+        fields.append(f"{f.name}={shown}")
+    return f"{who} {event.kind}: " + ", ".join(fields)
+
+
+def format_event(
+    logged: Logged, start: float | None = None, *, verbose: bool = False
+) -> str | None:
+    """One line for a logged event, or None for events only `verbose` shows."""
+    text = line(logged.event)
+    if text is None:
         if not verbose:
             return None
-        line = f"{event.panel or 'host'} {event.kind}: {clean(event.data)}"
-    stamp = f"{event.ts - start:6.1f}s" if start is not None else f"#{event.id}"
-    return f"{stamp}  {line}"[: WIDTH * 3]
+        text = verbose_line(logged.event)
+    stamp = f"{logged.ts - start:6.1f}s" if start is not None else f"#{logged.id}"
+    return f"{stamp}  {text}"[: WIDTH * 3]
 
 
-def printer(out: Callable[[str], None], *, skip: Collection[str] = ()) -> Callable[[Event], None]:
+def printer(out: Callable[[str], None], *, skip: Collection[str] = ()) -> Callable[[Logged], None]:
     """A host listener that prints each event as a line, timed from the first event seen."""
     first: list[float] = []
 
-    def show(event: Event) -> None:
+    def show(logged: Logged) -> None:
         if not first:
-            first.append(event.ts)
-        line = format_event(event, first[0])
-        if line is not None and event.kind not in skip:
-            out(line)
+            first.append(logged.ts)
+        text = format_event(logged, first[0])
+        if text is not None and logged.event.kind not in skip:
+            out(text)
 
     return show
 
 
-def account(events: Iterable[Event], *, verbose: bool = False) -> list[str]:
+def account(events: Iterable[Logged], *, verbose: bool = False) -> list[str]:
     events = list(events)
     start = events[0].ts if events else 0.0
     lines = [format_event(e, start, verbose=verbose) for e in events]
-    return [line for line in lines if line is not None]
+    return [text for text in lines if text is not None]
 
 
 def table(rows: Sequence[PanelRow]) -> list[str]:
-    """`ps`: one line per panel."""
+    """`ps`: one line per panel (tokens and dollars: the panel's session under this host)."""
     head = (
         f"{'panel':<14}{'kind':<10}{'state':<12}{'turns':>6}{'in tok':>10}{'out tok':>9}"
         f"{'usd':>10}  inbox  detail"
@@ -122,8 +185,10 @@ def table(rows: Sequence[PanelRow]) -> list[str]:
     out = [head]
     for r in rows:
         out.append(
-            f"{clean(r.name, 13):<14}{clean(r.kind, 9):<10}{r.state:<12}{r.turns:>6}"
+            f"{clean(r.name, 13):<14}{clean(r.kind, 9):<10}{clean(r.state, 11):<12}{r.turns:>6}"
             f"{r.input_tokens:>10}{r.output_tokens:>9}{r.usd:>10.4f}  {'on ' if r.inbox else 'off'}"
             f"    {clean(r.detail, 60)}"
         )
+    if not rows:
+        out.append("(no panels recorded yet: the host has not started them)")
     return out

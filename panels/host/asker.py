@@ -1,9 +1,9 @@
-"""Approvals without a terminal: a question becomes an event, an answer a control command.
+"""Approvals without a terminal: a question becomes an event, an answer a verb.
 
-`HostAsker.ask` writes an `approval_request` event (with the request id, the tool, what it
-would do and why it asks), then waits for `approve` / `deny` from a viewer (dashboard,
-`mnemara approve`). No answer within the timeout is a no; the model reads why. Shutdown
-answers no to every question still open.
+`HostAsker.ask` writes an `ApprovalAsked` event (with the request id, the tool, what it would
+do and why it asks), then waits for the `answer` verb from the operator (`mnemara approve` /
+`deny`, the REPL, the dashboard). No answer within the timeout is a no; the model reads why.
+Shutdown answers no to every question still open.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from panels.host.eventlog import EventLog
+from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked
 from runtime.driver import ToolCallRequest
 from runtime.policy.approver import Answer
 from runtime.policy.display import escape_for_display
@@ -47,9 +48,10 @@ class Approvals:
     def pending(self, panel: str | None = None) -> list[int]:
         return sorted(i for i, e in self._open.items() if panel is None or e.panel == panel)
 
-    def answer(self, ident: int, answer: Answer) -> bool:
+    def answer(self, ident: int, answer: Answer, *, panel: str | None = None) -> bool:
+        """Answer an open question (of `panel`, when given); False when there is none."""
         entry = self._open.get(ident)
-        if entry is None:
+        if entry is None or (panel is not None and entry.panel != panel):
             return False
         entry.answer = answer
         entry.answered.set()
@@ -81,15 +83,16 @@ class HostAsker:
     async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer:
         ident, entry = self.approvals.open(self.panel)
         self.log.emit(
-            "approval_request",
-            self.panel,
-            request=ident,
-            tool=verdict.tool,
-            target=escape_for_display(verdict.target, max_chars=2_000),
-            reason=escape_for_display(verdict.reason, max_chars=500),
-            always_offered=bool(verdict.remember),
-            remember=[escape_for_display(t, max_chars=2_000) for t in verdict.remember],
-            timeout=self.timeout,
+            ApprovalAsked(
+                panel=self.panel,
+                request=ident,
+                tool=verdict.tool,
+                target=escape_for_display(verdict.target, max_chars=2_000),
+                reason=escape_for_display(verdict.reason, max_chars=500),
+                always_offered=bool(verdict.remember),
+                remember=tuple(escape_for_display(t, max_chars=2_000) for t in verdict.remember),
+                timeout=self.timeout,
+            )
         )
         self._on_state("approval_request")
         answer = Answer.NO
@@ -100,6 +103,6 @@ class HostAsker:
             how = "timed out (denied)" if scope.cancelled_caught else answer.value
         finally:
             self.approvals.close(ident)
-        self.log.emit("approval_answer", self.panel, request=ident, answer=how)
+        self.log.emit(ApprovalAnswered(panel=self.panel, request=ident, answer=how))
         self._on_state("approval_answer")
         return answer

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from panels.host.delivery import HOST, OPERATOR
+from panels.hostdb.catalogue import AckSent, MessageSent
 from peerbus import PeerbusError
 from peerbus.render import strip_controls
 from runtime.driver import ToolOutput, ToolSpec
@@ -90,10 +91,11 @@ def _send(runner: PanelRunner) -> Handler:
         if turn is not None:
             turn.sends += 1
             turn.terminal = turn.terminal or terminal
-        runner.host.log.emit("send", runner.name, to=to, id=ident, topic=topic,
-                             terminal=terminal, text=text[:PREVIEW_CHARS])  # fmt: skip
+        runner.host.log.emit(MessageSent(panel=runner.name, to=to, id=ident,
+                                         topic=topic if isinstance(topic, str) else None,
+                                         terminal=terminal, text=text[:PREVIEW_CHARS]))  # fmt: skip
         said = f"Sent as message {ident} to {to}."
-        if recipient is not None and recipient not in runner.host.panels:
+        if recipient is not None and recipient not in {p.name for p in runner.host.team.panels}:
             said += f" (No panel named {to!r} runs in this team; it waits on the bus.)"
         if terminal:
             said += " That was your terminal action: end your turn now; replies come later."
@@ -124,7 +126,7 @@ def _ack(runner: PanelRunner) -> Handler:
         if isinstance(note, str) and note.strip():
             payload["note"] = note
         sent = await runner.host.bus.submit(runner.name, message.sender, payload)
-        runner.host.log.emit("ack_sent", runner.name, to=message.sender, ack_of=ident, id=sent)
+        runner.host.log.emit(AckSent(panel=runner.name, to=message.sender, ack_of=ident, id=sent))
         return ToolOutput(f"Acknowledged message {ident} to {message.sender}.")
 
     return ack

@@ -20,6 +20,7 @@ import anyio
 from panels.host.account import printer, table
 from panels.host.host import Host
 from panels.hostdb import connect, submit_command
+from panels.hostdb.verbs import Input
 from panels.team import load_team
 
 REQUEST = "Build a word counter: a wordcount.py that counts words, then a --top N option."
@@ -56,14 +57,15 @@ async def run_demo(
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
         viewer = connect(team.hostdb_path)
-        submit_command(viewer, "input", panel="producer", args={"text": request})
-        viewer.close()
-        host.poke()
+        try:
+            submit_command(viewer, Input(panel="producer", text=request))
+        finally:
+            viewer.close()
         with anyio.move_on_after(limit):
             quiet = await _until_quiet(host, quiet_for)
         host.request_stop()
     claimed = await _claimed(team.bus_path)
-    runners = host.services.panels
+    runners = host.panels
     halted = runners["engineer"].halt is not None if "engineer" in runners else False
     seconds = anyio.current_time() - started
     out("")
@@ -72,7 +74,7 @@ async def run_demo(
         out(line)
     if host.rehearsal is not None:
         totals = host.rehearsal.totals()
-        reported = sum(r.budget.snapshot().session.usd for r in runners.values())
+        reported = sum(r.spent().usd for r in runners.values())
         out(f"model requests answered by the rehearsal model: {totals.requests}, billed "
             f"${totals.cost_usd:.4f}; reported to the panels' budgets ${reported:.4f} "
             "(a request cut off by a stop is never reported to them)")  # fmt: skip

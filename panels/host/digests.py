@@ -7,7 +7,7 @@ last one, so a quiet team costs its watchdog no turns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import anyio
 import anyio.abc
@@ -15,11 +15,12 @@ import anyio.abc
 from panels.host.delivery import HOST
 from panels.host.panel import PanelRunner
 from panels.host.services import HostServices
+from panels.hostdb.catalogue import DigestSent
 from panels.watchdog.digest import Activity, DigestSettings, build_digest, digest_key
 
 
 def activity(runner: PanelRunner, now: float, tokens_per_minute: float = 0.0) -> Activity:
-    spent = runner.budget.snapshot().session
+    spent = runner.spent()
     turn = runner.turn
     return Activity(
         name=runner.name,
@@ -40,12 +41,14 @@ class DigestService:
     def __init__(
         self,
         services: HostServices,
+        panels: Mapping[str, PanelRunner],
         *,
         settings: DigestSettings | None = None,
         interval: float | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.services = services
+        self.panels = panels
         self.settings = settings or DigestSettings(runaway_calls=services.team.runaway_tool_calls)
         self.interval = interval if interval is not None else services.team.digest_interval
         self.clock = clock or services.clock
@@ -56,10 +59,10 @@ class DigestService:
     def snapshot(self, exclude: str) -> list[Activity]:
         now = self.clock()
         out = []
-        for runner in self.services.panels.values():
+        for runner in self.panels.values():
             if runner.name == exclude:
                 continue
-            spent = runner.budget.snapshot().session
+            spent = runner.spent()
             tokens = spent.input_tokens + spent.output_tokens
             then, before = self._last_tokens.get(runner.name, (now, tokens))
             rate = (tokens - before) * 60.0 / (now - then) if now > then else 0.0
@@ -70,14 +73,14 @@ class DigestService:
         """A watchdog would get a digest at the next interval."""
         return any(
             digest_key(self.snapshot(dog.name), self.settings) != self._last_key.get(dog.name)
-            for dog in self.services.panels.values()
+            for dog in self.panels.values()
             if dog.spec.is_watchdog
         )
 
     async def send_due(self) -> int:
         """Send a digest to each watchdog whose view changed; returns how many went."""
         sent = 0
-        watchdogs = [r for r in self.services.panels.values() if r.spec.is_watchdog]
+        watchdogs = [r for r in self.panels.values() if r.spec.is_watchdog]
         for dog in watchdogs:
             panels = self.snapshot(dog.name)
             key = digest_key(panels, self.settings)
@@ -86,11 +89,12 @@ class DigestService:
             payload = build_digest(panels, self.settings)
             ident = await self.services.bus.submit(HOST, dog.name, payload, topic="digest")
             self._last_key[dog.name] = key
-            self.services.log.emit("digest", dog.name, id=ident, alerts=payload["alerts"])
+            alerts = tuple(str(a) for a in payload["alerts"])
+            self.services.log.emit(DigestSent(panel=dog.name, id=ident, alerts=alerts))
             sent += 1
         now = self.clock()
-        for runner in self.services.panels.values():
-            spent = runner.budget.snapshot().session
+        for runner in self.panels.values():
+            spent = runner.spent()
             self._last_tokens[runner.name] = (now, spent.input_tokens + spent.output_tokens)
         self.sent += sent
         return sent
@@ -99,7 +103,7 @@ class DigestService:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         task_status.started()
-        if not any(r.spec.is_watchdog for r in self.services.panels.values()):
+        if not any(r.spec.is_watchdog for r in self.panels.values()):
             return
         while True:
             await anyio.sleep(self.interval)

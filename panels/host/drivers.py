@@ -12,22 +12,7 @@ from pathlib import Path
 from panels.host.services import DriverFactory
 from panels.team import PanelSpec
 from runtime.driver import AgentDriver
-
-REHEARSAL_KEY = "sk-ant-rehearsal"
-
-
-def rehearsal_env(base_url: str, cli_home: Path) -> dict[str, str]:
-    cli_home.mkdir(parents=True, exist_ok=True)
-    return {
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": REHEARSAL_KEY,
-        "HOME": str(cli_home),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        # A failed request is final at once; the host's restart policy does the retrying.
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-    }
+from runtime.rehearsal.env import rehearsal_env
 
 
 def claude_drivers(
@@ -40,6 +25,7 @@ def claude_drivers(
         if rehearsal_url is None:
             return ClaudeDriver()
         home = (state_dir or Path.cwd()) / "cli-home" / spec.name
-        return ClaudeDriver(env=rehearsal_env(f"{rehearsal_url}/p/{spec.name}", home))
+        url = f"{rehearsal_url}/p/{spec.name}"
+        return ClaudeDriver(env=rehearsal_env(url, home, retries=False))
 
     return make

@@ -1,11 +1,12 @@
-"""The host's event log writer: panels emit events without waiting; one task writes them.
+"""The host's event log writer: panels emit typed events without waiting; one task writes them.
 
-`emit` never blocks and never touches SQLite: it coalesces text deltas (coalesce.py) and
-queues the rest. `serve` flushes the queue every `interval` seconds in one transaction,
-writes the panels' status rows when they changed, and prunes old events now and then.
-Listeners (the demo's narrator, tests) get each written event in order. Live listeners (the
-solo REPL face) get every event as it is emitted, text deltas uncoalesced, in emit order: they
-are called synchronously from the emitting task and must not block or raise.
+`emit` takes an event of the catalogue (panels/hostdb/catalogue.py), never blocks and never
+touches SQLite: it coalesces text deltas (coalesce.py) and queues the rest. `serve` flushes
+the queue every `interval` seconds in one transaction, writes the panels' status rows when
+they changed, and prunes old events now and then. Listeners (the demo's narrator, tests) get
+each written event in order, as `Logged`. Live listeners (the solo REPL face) get every event
+as it is emitted, text deltas uncoalesced (`TextDelta`), in emit order: they are called
+synchronously from the emitting task and must not block or raise.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from panels.host.coalesce import Coalescer
-from panels.hostdb import Event, HostDb, NewEvent, PanelRow
+from panels.host.coalesce import Coalescer, Stamped
+from panels.hostdb import HostDb, HostEvent, Logged, PanelRow
+from panels.hostdb.catalogue import TextDelta
 
-Listener = Callable[[Event], None]
-# (kind, panel, data); a text delta comes as kind "text_delta" with data {"text": piece}.
-LiveListener = Callable[[str, str | None, dict[str, Any]], None]
+Listener = Callable[[Logged], None]
+LiveListener = Callable[[HostEvent], None]
 StatusSource = Callable[[], list[PanelRow]]
 
 
@@ -42,7 +43,7 @@ class EventLog:
         self.keep_commands = keep_commands
         self.clock = clock
         self._coalescer = Coalescer()
-        self._queue: list[NewEvent] = []
+        self._queue: list[Stamped] = []
         self._listeners: list[Listener] = []
         self._live: list[LiveListener] = []
         self._status: StatusSource | None = None
@@ -59,16 +60,16 @@ class EventLog:
     def track_status(self, source: StatusSource) -> None:
         self._status = source
 
-    def emit(self, kind: str, panel: str | None = None, **data: Any) -> None:
-        now = self.clock()
-        self._queue.extend(self._coalescer.event(NewEvent(kind, panel, data, ts=now)))
+    def emit(self, event: HostEvent) -> None:
+        self._queue.extend(self._coalescer.event(self.clock(), event))
         for live in self._live:
-            live(kind, panel, data)
+            live(event)
 
     def text(self, panel: str, piece: str) -> None:
         self._queue.extend(self._coalescer.text(panel, piece, self.clock()))
+        delta = TextDelta(panel=panel, text=piece)
         for live in self._live:
-            live("text_delta", panel, {"text": piece})
+            live(delta)
 
     async def flush(self) -> None:
         """Write what is queued (and the status rows if they changed) now."""
@@ -77,8 +78,8 @@ class EventLog:
         batch, self._queue = self._queue, []
         if batch:
             ids = await self.db.append(batch)
-            for ident, event in zip(ids, batch, strict=True):
-                written = Event(ident, event.ts, event.panel, event.kind, event.data)
+            for ident, (ts, event) in zip(ids, batch, strict=True):
+                written = Logged(ident, ts, event)
                 for listener in self._listeners:
                     listener(written)
             self._written += len(batch)

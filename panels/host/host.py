@@ -1,16 +1,19 @@
-"""The host: runs a team's panels on trio, with its event log, control loop and watchdog.
+"""The host: runs a team's panels on trio, with its event log, control plane and watchdog.
 
-`Host(team).serve()` owns everything for its lifetime: host.sqlite, the bus, the rehearsal
-server (when the team file names a script), the event writer, the bus watcher, one
-supervised task per panel, the control loop and the digest service. It reports readiness
-once every panel has started (or failed its first start). `request_stop()` (SIGINT,
-SIGTERM, `mnemara down`) stops it cleanly: no new claims, turns in flight get `grace`
-seconds to finish and are then cancelled, every claim is settled, open questions are
-answered no, the log is flushed. Nothing is left claimed.
+`Host(team).serve()` owns everything for its lifetime: a lease on every instance the team
+uses (another process holding one stops the start, naming it), host.sqlite, the bus, the
+rehearsal server (when the team file names a script), the event writer, the bus watcher, one
+supervised task per panel, the control-table reader and the digest service. It reports
+readiness once every panel has started (or failed its first start). Verbs from anyone go
+through `dispatch` (dispatch.py). `request_stop()` (SIGINT, SIGTERM, `mnemara down`) stops it
+cleanly: no new claims, turns in flight get `grace` seconds to finish and are then
+cancelled, every claim is settled, open questions are answered no, the log is flushed.
+Nothing is left claimed.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -22,22 +25,34 @@ import anyio.abc
 
 from panels.host.asker import Approvals
 from panels.host.bustools import bus_tools
-from panels.host.control import serve_control, watchdog_action
+from panels.host.control import serve_control
+from panels.host.delivery import OPERATOR, operator_route
 from panels.host.digests import DigestService
+from panels.host.dispatch import Dispatcher, Outcome
 from panels.host.drivers import claude_drivers
 from panels.host.eventlog import EventLog, Listener, LiveListener
+from panels.host.instances import ensure_instance
 from panels.host.panel import PanelRunner
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
 from panels.host.supervisor import supervise
-from panels.host.teambudget import team_over_budget
-from panels.host.wakeup import BusWatch, Wakeup
+from panels.host.tickets import Tickets
+from panels.host.wakeup import BusWatch
 from panels.hostdb import HostDb, open_hostdb
+from panels.hostdb.catalogue import (
+    HostReady,
+    HostStarted,
+    HostStopped,
+    HostStopping,
+    LeaseTakenOver,
+)
+from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
 from panels.watchdog import DigestSettings, watchdog_tools
 from peerbus import Bus, open_bus
 from runtime.driver import ToolSpec
-from runtime.guard.records import HaltRecord
+from runtime.guard.budget import Spend
+from runtime.lease import Lease, LeaseOwner, acquire_lease
 
 if TYPE_CHECKING:
     from runtime.rehearsal import RehearsalServer
@@ -58,6 +73,7 @@ class Host:
         log_interval: float = 0.1,
         live_listeners: Sequence[LiveListener] = (),
         redeliver_failed_input: bool = True,
+        holder: str = "",
     ) -> None:
         self.team = team
         self._drivers = drivers
@@ -72,11 +88,14 @@ class Host:
         # False for a face whose operator sees a failed turn's error at once (the solo REPL):
         # the operator input of a failed turn is then acked, not delivered again (turn.py).
         self.redeliver_failed_input = redeliver_failed_input
+        self.holder = holder or f"the host of team {team.name!r}"
         self._stop = anyio.Event()
         self._stopped = anyio.Event()
-        self._control_poke = Wakeup()
+        self.panels: dict[str, PanelRunner] = {}
+        self.tickets = Tickets()
         self.services: HostServices
         self.db: HostDb
+        self.dispatcher: Dispatcher
         self.digests: DigestService
         self.rehearsal: RehearsalServer | None = None
 
@@ -85,7 +104,16 @@ class Host:
     async def serve(
         self, *, task_status: anyio.abc.TaskStatus[Host] = anyio.TASK_STATUS_IGNORED
     ) -> None:
+        try:
+            await self._serve(task_status)
+        finally:
+            self._stopped.set()
+
+    async def _serve(self, task_status: anyio.abc.TaskStatus[Host]) -> None:
         async with AsyncExitStack() as stack:
+            leases = await anyio.to_thread.run_sync(self._lease_instances)
+            for lease in leases:
+                stack.callback(lease.release)
             self.team.state_dir.mkdir(parents=True, exist_ok=True)
             self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
             bus_options: dict[str, Any] = {
@@ -100,20 +128,35 @@ class Host:
                 self._build(bus, drivers)
                 await services_tg.start(self.services.log.serve)
                 await services_tg.start(self.services.watch.serve)
-                await self._record_start()
+                await self._record_start(leases)
                 async with anyio.create_task_group() as panels_tg:
-                    for runner in self.services.panels.values():
-                        await panels_tg.start(supervise, runner, self._tools(runner), self.policy)
+                    for runner in self.panels.values():
+                        await panels_tg.start(
+                            supervise, runner, self._tools(runner), self.policy, self.tickets
+                        )
                     await self.services.log.write_status()
-                    self.services.log.emit("host_ready", panels=list(self.services.panels))
-                    await services_tg.start(self._control_loop)
+                    self.services.log.emit(HostReady(panels=tuple(self.panels)))
+                    await services_tg.start(serve_control, self.db, self.dispatcher)
                     await services_tg.start(self.digests.serve)
                     task_status.started(self)
                     await self._stop.wait()
                     await self._drain(panels_tg)
-                self.services.log.emit("host_stopped")
+                self.services.log.emit(HostStopped())
                 services_tg.cancel_scope.cancel()
-        self._stopped.set()
+
+    def _lease_instances(self) -> list[Lease]:
+        """Create the team's missing instances and lease every one; all or none."""
+        owner = LeaseOwner.this_process(self.holder, team=self.team.name)
+        leases: list[Lease] = []
+        try:
+            for spec in self.team.panels:
+                paths, _ = ensure_instance(spec, self._home)
+                leases.append(acquire_lease(paths, owner, action="start another host on it"))
+        except BaseException:
+            for lease in leases:
+                lease.release()
+            raise
+        return leases
 
     async def _start_drivers(self, tg: anyio.abc.TaskGroup) -> DriverFactory:
         if self._drivers is not None:
@@ -142,13 +185,16 @@ class Host:
             drivers=drivers,
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
             home=self._home,
-            team_check=self.team_check,
             redeliver_failed_input=self.redeliver_failed_input,
         )
         for spec in self.team.panels:
-            self.services.panels[spec.name] = PanelRunner(spec, self.services)
-        log.track_status(lambda: [r.status_row() for r in self.services.panels.values()])
-        self.digests = DigestService(self.services, settings=self.digest_settings)
+            self.panels[spec.name] = PanelRunner(spec, self.services, team_spends=self._spends)
+        log.track_status(lambda: [r.status_row() for r in self.panels.values()])
+        self.dispatcher = Dispatcher(self.services, self.panels, self.tickets, self.request_stop)
+        self.digests = DigestService(self.services, self.panels, settings=self.digest_settings)
+
+    def _spends(self) -> list[Spend]:
+        return [r.spent() for r in self.panels.values()]
 
     def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
         tools = bus_tools(runner)
@@ -156,19 +202,21 @@ class Host:
             tools += watchdog_tools(self, runner.name)
         return tools
 
-    async def _record_start(self) -> None:
-        import os
-
+    async def _record_start(self, leases: Sequence[Lease]) -> None:
         await self.db.set_meta({"team": self.team.name, "pid": str(os.getpid()),
                                 "bus": str(self.team.bus_path), "started": str(time.time()),
                                 "source": str(self.team.source or "")})  # fmt: skip
-        self.services.log.emit("host_started", team=self.team.name, bus=str(self.team.bus_path),
-                               pid=os.getpid())  # fmt: skip
+        log = self.services.log
+        log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid()))
+        for lease in leases:
+            if lease.stale_owner is not None:
+                log.emit(LeaseTakenOver(panel=None, instance=lease.paths.name,
+                                        previous=lease.stale_owner.describe()))  # fmt: skip
 
     async def _drain(self, panels_tg: anyio.abc.TaskGroup) -> None:
         """Stop claiming; give turns in flight `grace` seconds; then stop them and settle."""
-        runners = list(self.services.panels.values())
-        self.services.log.emit("host_stopping", grace=self.grace)
+        runners = list(self.panels.values())
+        self.services.log.emit(HostStopping(grace=self.grace))
         for runner in runners:
             runner.stopping = True
             runner.wakeup.set()
@@ -201,25 +249,20 @@ class Host:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    # -- control ---------------------------------------------------------------------------
+    # -- verbs -----------------------------------------------------------------------------------
 
-    def poke(self) -> None:
-        """Look at the control table now (a command was written on this connection)."""
-        self._control_poke.set()
+    async def dispatch(self, verb: Verb, *, by: str = OPERATOR) -> Outcome:
+        """Apply a verb given in this process (the REPL's); see dispatch.py."""
+        return await self.dispatcher.apply(verb, by=by)
 
-    async def _control_loop(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        await serve_control(self, self._control_poke, task_status=task_status)
-
-    async def watchdog_action(self, actor: str, verb: str, target: str, text: str) -> str:
-        return await watchdog_action(self, actor, verb, target, text)
+    async def act(self, verb: Verb, *, by: str) -> tuple[bool, str]:
+        """A watchdog panel's verb (panels/watchdog/tools.py)."""
+        outcome = await self.dispatcher.apply(verb, by=by)
+        return outcome.ok, outcome.text
 
     async def quiet(self) -> bool:
         """No turn running, nothing waiting for a panel that may run, no digest due."""
-        from panels.host.delivery import operator_route
-
-        runners = list(self.services.panels.values())
+        runners = list(self.panels.values())
         if any(r.in_turn for r in runners):
             return False
         bus = self.services.bus
@@ -233,9 +276,6 @@ class Host:
             ):
                 return False
         return not self.digests.due()
-
-    def team_check(self) -> HaltRecord | None:
-        return team_over_budget(self.team.budget, list(self.services.panels.values()))
 
 
 @asynccontextmanager

@@ -2,8 +2,10 @@
 
 An instance the team names and that does not exist yet is created (config with the team's
 role doc and model, an empty turn store). An existing instance keeps its files; the team's
-model, role doc and policy entries apply to this host's run only, in memory, and are never
-written into the instance's config.json.
+model, role doc, policy entries and sentinel and budget overrides apply to this host's run
+only, in memory, and are never written into the instance's config.json. The guard's settings
+are the instance's own (its `runtime_sentinel` switch, thresholds, shadow mode and budgets)
+with the keys the team file sets for the panel replacing theirs.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from panels.host.asker import HostAsker
-from panels.team import PanelSpec, TeamSpec
+from panels.team import PanelSpec, TeamSpec, merge_limits
 from runtime.config import DEFAULT_MODEL, InstanceConfig, ToolPolicy, load_config, save_config
+from runtime.guard.guard import GuardSettings
 from runtime.home import InstancePaths
 from runtime.policy.approver import PolicyApprover
 from runtime.policy.context import real
@@ -34,6 +37,7 @@ class Prepared:
     approver: PolicyApprover
     role: Path | None
     created: bool
+    guard_settings: GuardSettings
 
     def apply(self, session: Session) -> None:
         """Put the team's overrides on an open session (not saved)."""
@@ -82,14 +86,20 @@ def prepare_panel(
 ) -> Prepared:
     """Blocking (files): run it in a worker thread."""
     paths, created = ensure_instance(spec, home)
-    config = overridden(load_config(paths.config), spec)
+    own = load_config(paths.config)
+    limits, sentinel = merge_limits(own.limits, own.runtime_sentinel, spec, team=team)
+    config = overridden(own, spec).model_copy(
+        update={"limits": limits, "runtime_sentinel": sentinel}
+    )
     team.workdir.mkdir(parents=True, exist_ok=True)
     asker = HostAsker(
         spec.name, runner.host.approvals, runner.host.log,
         timeout=team.approval_timeout, on_state=runner.signal,
     )  # fmt: skip
-    approver = build_approver(paths, config, cwd=team.workdir, asker=asker)
+    # The team's own databases (a foreign bus included) are never written by a tool.
+    team_files = (team.bus_path, team.hostdb_path)
+    approver = build_approver(paths, config, cwd=team.workdir, asker=asker, team_files=team_files)
     # The team's working directory is where its panels work: a root for the file tools.
     context = approver.context
     approver.context = replace(context, roots=(*context.roots, real(team.workdir)))
-    return Prepared(paths, config, approver, spec.role, created)
+    return Prepared(paths, config, approver, spec.role, created, GuardSettings(limits, sentinel))

@@ -24,31 +24,20 @@ from panels.host.delivery import claim_limits, compose_turn, operator_route
 from panels.host.instances import prepare_panel
 from panels.host.panel import PanelRunner
 from panels.host.states import PanelState
+from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
+from panels.hostdb.catalogue import PanelStarted, RedeliverySkipped
 from peerbus import Claim
-from runtime.driver import Approver, Decision, ToolCallRequest, ToolSpec
+from runtime.driver import ToolSpec
 from runtime.session import Session, open_session
 
 OPERATOR_BATCH = 10
 
 
-class GuardedApprover:
-    """The host's guard (halt, terminal send, budget, sentinel) before the panel's policy."""
-
-    def __init__(self, inner: Approver, runner: PanelRunner) -> None:
-        self.inner = inner
-        self.runner = runner
-
-    async def decide(self, call: ToolCallRequest) -> Decision:
-        refusal = self.runner.gate(call)
-        if refusal is not None:
-            return Decision(allow=False, message=refusal)
-        return await self.inner.decide(call)
-
-
 async def live(
     runner: PanelRunner,
     tools: Sequence[ToolSpec],
+    tickets: Tickets,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -57,15 +46,19 @@ async def live(
     prepared = await anyio.to_thread.run_sync(
         lambda: prepare_panel(spec, host.team, runner, home=host.home)
     )
+    # The one guard: this life's policy and the instance's settings (with the team's
+    # overrides); what it spent and saw in earlier lives is kept.
+    runner.guard.reconfigure(prepared.guard_settings)
     async with AsyncExitStack() as stack:
         session = await stack.enter_async_context(
             open_session(
                 spec.instance,
                 driver=host.drivers(spec),
-                approver=GuardedApprover(prepared.approver, runner),
+                approver=prepared.approver,
                 home=host.home,
                 cwd=host.team.workdir,
                 tools=tools,
+                guard=runner.guard,
             )
         )
         prepared.apply(session)
@@ -73,17 +66,17 @@ async def live(
         runner.model = session.config.model
         runner.epoch = await host.bus.register(spec.name, senders=spec.listens_to)
         await host.bus.register(operator_route(spec.name), senders=())
-        host.log.emit("panel_started", spec.name, epoch=runner.epoch, instance=spec.instance,
-                      model=runner.model, created=prepared.created)  # fmt: skip
-        runner.set_state(runner.resting_state())
+        host.log.emit(PanelStarted(panel=spec.name, epoch=runner.epoch, instance=spec.instance,
+                                   model=runner.model, created=prepared.created))  # fmt: skip
+        runner.set_state(runner.resting_state(), runner.halt_detail())
         task_status.started()
         try:
-            await _loop(runner, session)
+            await _loop(runner, session, tickets)
         finally:
             runner.session = None
 
 
-async def _loop(runner: PanelRunner, session: Session) -> None:
+async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None:
     host = runner.host
     # A watchdog must be able to act while the workers hold every slot: it has its own.
     slots = anyio.CapacityLimiter(1) if runner.spec.is_watchdog else host.slots
@@ -94,16 +87,14 @@ async def _loop(runner: PanelRunner, session: Session) -> None:
                 runner.set_state(runner.resting_state(), runner.detail)
             await wake.wait()
             continue
-        if session.halted is not None:
-            await session.resume()  # the operator resumed the panel: lift the session's halt too
-        async with slots:
-            ran = await _claim_and_run(runner, session)
+        async with slots, runner.exclusive:
+            ran = await _claim_and_run(runner, session, tickets)
         if not ran:
             with anyio.move_on_after(host.idle_recheck):
                 await wake.wait()
 
 
-async def _claim_and_run(runner: PanelRunner, session: Session) -> bool:
+async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets) -> bool:
     """Claim and run one turn; False when there was nothing to deliver."""
     host, spec = runner.host, runner.spec
     limits = claim_limits(spec.batch)
@@ -138,12 +129,13 @@ async def _claim_and_run(runner: PanelRunner, session: Session) -> bool:
         # Redelivered after a crash between the turn's commit and its ack: processed once.
         for claim in claims:
             await host.bus.ack(claim, only=already)
-        host.log.emit("redelivery_skipped", spec.name, ids=sorted(already))
+        tickets.already_done(already)
+        host.log.emit(RedeliverySkipped(panel=spec.name, ids=tuple(sorted(already))))
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
     from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
     from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
     turn_input = compose_turn(from_operator, from_peers)
     if turn_input is None:
         return True
-    await run_turn(runner, session, claims, turn_input)
+    await run_turn(runner, session, claims, turn_input, tickets)
     return True

@@ -5,7 +5,9 @@ doubles with each failure in a row (`base_delay`, `factor`, capped at `max_delay
 that lasted `healthy_after` seconds ends the streak, so a panel that fails once a day is
 restarted at once every time. More than `max_failures` failures within `window` seconds
 means the panel fails for a reason a restart will not fix: the host gives up on it, records
-why, and the other panels go on.
+why, and the other panels go on. A failure known to be permanent (a corrupt store or policy
+file, an invalid config: the supervisor says which) is given up at once: restarting every
+few seconds would only repeat the same error.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Failure:
     at: float  # when it failed (host clock)
     ran_for: float  # how long that life had run
     error: str
+    permanent: bool = False  # a restart cannot fix it (the file it names must be fixed)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ def decide(policy: RestartPolicy, failures: Sequence[Failure], now: float) -> Re
     """What to do after the last of `failures` (oldest first, at least one)."""
     if not failures:
         raise ValueError("decide() needs the failure that just happened")
+    if failures[-1].permanent:
+        return GiveUp(f"{failures[-1].error}; a restart cannot fix this: fix it, then start again")
     recent = [f for f in failures if now - f.at <= policy.window]
     if len(recent) > policy.max_failures:
         last = failures[-1].error

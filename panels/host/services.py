@@ -1,16 +1,16 @@
 """What every panel of a host shares: the team, the bus, the log, the slots, the drivers.
 
 One `HostServices` is built by the host and handed to each `PanelRunner`; nothing here is
-global. `TurnContext` is the state of one running turn that the bus tools and the guard read.
+global, and nothing here knows the runners (the host holds them). `TurnContext` is the state
+of one running turn that the bus tools and the host's guard checks read.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -19,19 +19,9 @@ from panels.host.eventlog import EventLog
 from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
 from peerbus import Bus, Message
-from runtime.driver import AgentDriver, ToolSpec
-from runtime.guard.records import HaltRecord
-
-if TYPE_CHECKING:
-    from panels.host.panel import PanelRunner
+from runtime.driver import AgentDriver
 
 DriverFactory = Callable[[PanelSpec], AgentDriver]
-
-
-class ToolsFactory(Protocol):
-    """Extra in-process tools for a panel (the watchdog's), given its runner."""
-
-    def __call__(self, runner: PanelRunner) -> Sequence[ToolSpec]: ...
 
 
 @dataclass
@@ -45,9 +35,6 @@ class HostServices:
     slots: anyio.CapacityLimiter
     home: Path | None = None
     clock: Callable[[], float] = time.monotonic
-    panels: dict[str, PanelRunner] = field(default_factory=dict)
-    extra_tools: ToolsFactory | None = None
-    team_check: Callable[[], HaltRecord | None] = lambda: None
     # Seconds a claimed batch stays leased to the panel (a turn longer than this is fine:
     # only this panel claims its route, and a restart releases its leases at once).
     lease: float = 900.0
@@ -59,7 +46,7 @@ class HostServices:
 
 @dataclass
 class TurnContext:
-    """One running turn, as the bus tools and the guard see it."""
+    """One running turn, as the bus tools and the host's guard checks see it."""
 
     number: int
     delivered: dict[int, Message]
@@ -67,7 +54,6 @@ class TurnContext:
     terminal: bool = False
     sends: int = 0
     tool_calls: int = 0
-    mutations: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0

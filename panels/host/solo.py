@@ -9,7 +9,9 @@ bus acks without a turn. The panel's recipient role is the instance name. There 
 polling interval: the host notices a new row within milliseconds, so the original's 30 s
 `peer_poll_interval_seconds` (and its floor) no longer applies.
 
-The face is the line REPL (panels/repl/face.py, `mnemara run`).
+The host's own files (host.sqlite, the bus, host.pid) live in the instance's `host/`
+directory, so a solo host and a team of the same name never share a folder. The face is the
+line REPL (panels/repl/face.py, `mnemara run`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,19 @@ from pathlib import Path
 
 from panels.team import BatchSettings, PanelSpec, TeamBudget, TeamSpec
 from runtime.config import load_config
-from runtime.guard.settings import BudgetSettings, SentinelSettings
-from runtime.home import InstancePaths, mnemara_home
+from runtime.home import InstancePaths
+
+HOST_DIR = "host"
+
+
+def solo_state_dir(instance: str, home: Path | None = None) -> Path | None:
+    """Where the solo host of `instance` keeps its files; None for a name that is not one."""
+    from runtime.errors import InvalidInstanceNameError
+
+    try:
+        return InstancePaths.for_name(instance, home).root / HOST_DIR
+    except InvalidInstanceNameError:
+        return None
 
 
 def solo_team(
@@ -27,12 +40,10 @@ def solo_team(
     *,
     home: Path | None = None,
     cwd: Path | None = None,
-    rehearsal: Path | None = None,
 ) -> TeamSpec:
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
-    base = home or mnemara_home()
-    state_dir = base / "_teams" / instance
+    state_dir = paths.root / HOST_DIR
     foreign = bool(config.peer_poll_enabled and config.peer_db_path)
     roles = tuple(r.strip() for r in config.peer_poll_roles.split(",") if r.strip())
     panel = PanelSpec(
@@ -44,8 +55,9 @@ def solo_team(
         listens_to=roles if foreign else None,
         paused=False,
         batch=BatchSettings(enabled=config.peer_poll_batch),
-        budget=BudgetSettings(),
-        sentinel=SentinelSettings(),
+        budget_overrides={},  # the instance's own limits and sentinel switch
+        sentinel_overrides={},
+        runtime_sentinel=None,
         policy=(),
     )
     return TeamSpec(
@@ -55,7 +67,7 @@ def solo_team(
         bus_path=Path(config.peer_db_path).expanduser() if foreign else state_dir / "bus.sqlite",
         bus_is_default=not foreign,
         workdir=cwd or Path.cwd(),
-        rehearsal=rehearsal,
+        rehearsal=None,  # `run --rehearsal` serves the script itself (panels/cli/rehearse.py)
         max_concurrent_turns=1,
         digest_interval=3600.0,
         approval_timeout=600.0,

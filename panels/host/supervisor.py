@@ -20,19 +20,41 @@ from panels.host.life import live
 from panels.host.panel import PanelRunner
 from panels.host.restart import Failure, GiveUp, RestartPolicy, decide
 from panels.host.states import PanelState
+from panels.host.tickets import Tickets
+from panels.hostdb.catalogue import PanelFailed, PanelGivenUp, PanelRestarting
 from runtime.driver import ToolSpec
+from runtime.errors import ConfigError, InstanceError, MnemaraError, PolicyError, StoreCorruptError
+
+# Errors that name a file or state only the user can repair: restarting cannot help.
+PERMANENT = (StoreCorruptError, PolicyError, ConfigError, InstanceError)
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in leaves(e)]
+    return [exc]
 
 
 def describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}"
+    """The error as a person reads it: our own errors by their message (they name the file
+    and what to do), anything else with its type."""
+    parts = []
+    for leaf in leaves(exc):
+        parts.append(
+            str(leaf) if isinstance(leaf, MnemaraError) else f"{type(leaf).__name__}: {leaf}"
+        )
+    return "; ".join(parts)
+
+
+def is_permanent(exc: BaseException) -> bool:
+    return any(isinstance(leaf, PERMANENT) for leaf in leaves(exc))
 
 
 async def supervise(
     runner: PanelRunner,
     tools: Sequence[ToolSpec],
     policy: RestartPolicy,
+    tickets: Tickets,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -50,22 +72,26 @@ async def supervise(
         started = host.clock()
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(live, runner, tools)
+                await tg.start(live, runner, tools, tickets)
                 ready()
             return  # the life returned: the host is stopping
         except Exception as exc:
-            failure = Failure(host.clock(), host.clock() - started, describe(exc))
+            failure = Failure(
+                host.clock(), host.clock() - started, describe(exc), permanent=is_permanent(exc)
+            )
         failures.append(failure)
         ready()
-        host.log.emit("panel_failed", runner.name, error=failure.error,
-                      ran_for=round(failure.ran_for, 3), failures=len(failures))  # fmt: skip
+        host.log.emit(PanelFailed(panel=runner.name, error=failure.error,
+                                  ran_for=round(failure.ran_for, 3), failures=len(failures),
+                                  permanent=failure.permanent))  # fmt: skip
         runner.set_state(PanelState.FAILED, failure.error)
         verdict = decide(policy, failures, host.clock())
         if isinstance(verdict, GiveUp):
-            host.log.emit("panel_given_up", runner.name, reason=verdict.reason)
+            host.log.emit(PanelGivenUp(panel=runner.name, reason=verdict.reason))
             runner.set_state(PanelState.FAILED, f"given up: {verdict.reason}")
             return
-        host.log.emit("panel_restarting", runner.name, delay=verdict.delay, streak=verdict.streak)
+        host.log.emit(PanelRestarting(panel=runner.name, delay=verdict.delay,
+                                      streak=verdict.streak))  # fmt: skip
         with anyio.move_on_after(verdict.delay):
             while not runner.stopping:
                 await runner.wakeup.event.wait()

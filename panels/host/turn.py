@@ -24,11 +24,21 @@ import anyio
 from panels.host.delivery import TurnInput, operator_route
 from panels.host.panel import PanelRunner
 from panels.host.services import TurnContext
-from panels.watchdog.slope import TurnSpend
+from panels.host.tickets import Tickets
+from panels.hostdb.catalogue import (
+    Delivered,
+    Settled,
+    ToolAnswered,
+    ToolCalled,
+    TurnEnded,
+    TurnStarted,
+    TurnStored,
+    Warned,
+    WindowTrimmed,
+)
 from peerbus import Claim
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
-from runtime.guard.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
 
 SETTLE_TIMEOUT = 15.0
@@ -42,7 +52,11 @@ def preview(value: object, limit: int = PREVIEW) -> str:
 
 
 async def run_turn(
-    runner: PanelRunner, session: Session, claims: list[Claim], turn_input: TurnInput
+    runner: PanelRunner,
+    session: Session,
+    claims: list[Claim],
+    turn_input: TurnInput,
+    tickets: Tickets,
 ) -> None:
     """Run one turn on `turn_input`; raise the driver's error after settling, if any."""
     host, log = runner.host, runner.host.log
@@ -50,15 +64,12 @@ async def run_turn(
     runner.remember(list(delivered.values()))
     turn = TurnContext(runner.turns + 1, delivered, host.clock())
     runner.turn = turn
-    runner.budget.begin_turn(turn.number)
-    runner.sentinel.begin_turn(turn.number)
-    log.emit("delivery", runner.name, ids=list(turn_input.consumed_ids),
-             senders=list(turn_input.senders), turn=turn.number)  # fmt: skip
-    if turn_input.stale_ids:
-        log.emit("stale_delivery", runner.name, ids=list(turn_input.stale_ids))
+    tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
+    log.emit(Delivered(panel=runner.name, turn=turn.number, ids=turn_input.consumed_ids,
+                       senders=turn_input.senders, stale_ids=turn_input.stale_ids))  # fmt: skip
     runner.set_state(runner.state, "")
     runner.signal("turn_started")
-    log.emit("turn_started", runner.name, turn=turn.number, input=preview(turn_input.text))
+    log.emit(TurnStarted(panel=runner.name, turn=turn.number, input=preview(turn_input.text)))
     error: DriverError | None = None
     outcome = "stopped"
     scope = anyio.CancelScope()
@@ -73,16 +84,15 @@ async def run_turn(
                 outcome = "done"
             except DriverError as exc:
                 error, outcome = exc, "failed"
-            except PanelHaltedError as exc:
-                # The instance's own limits (its config) stopped it before the turn began.
-                runner.halt_now(exc.record, by="session")
+            except PanelHaltedError:
+                # The guard refused the turn (a limit reached as it began): the panel halts.
                 outcome = "refused"
     finally:
         runner.turn_scope = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
             drop = error is not None and not host.redeliver_failed_input
             await settle(runner, session, claims, drop_operator=drop)
-        finish(runner, turn, outcome, error)
+        finish(runner, turn, outcome, error, tickets)
     if error is not None:
         raise error
 
@@ -100,35 +110,23 @@ def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
         runner.recent_calls.append(
             (runner.host.clock(), f"{event.name} {preview(event.input, 80)}")
         )
-        log.emit("tool_call", name, id=event.id, tool=event.name, input=preview(event.input))
+        log.emit(ToolCalled(panel=name, id=event.id, tool=event.name, input=preview(event.input)))
         runner.signal("tool_call")
     elif isinstance(event, ToolResult):
-        runner.sentinel.observe_result(event.tool_use_id, is_error=event.is_error)
-        log.emit("tool_result", name, id=event.tool_use_id, error=event.is_error,
-                 content=preview(event.content))  # fmt: skip
-        if not event.is_error and _mutating(runner, turn, event.tool_use_id):
-            turn.mutations += 1
+        log.emit(ToolAnswered(panel=name, id=event.tool_use_id, error=event.is_error,
+                              content=preview(event.content)))  # fmt: skip
         runner.signal("tool_result")
     elif isinstance(event, Usage):
-        runner.budget.record(usage=event)
         turn.input_tokens += event.prompt_tokens
         turn.output_tokens += event.output_tokens
     elif isinstance(event, Cost):
-        runner.budget.record(cost=event)
         turn.usd = max(turn.usd, event.usd)
     elif isinstance(event, RoleWarning):
-        log.emit("warning", name, message=event.message)
+        log.emit(Warned(panel=name, message=event.message))
     elif isinstance(event, Trimmed):
-        log.emit("trimmed", name, evicted=list(event.evicted), forced=list(event.forced))
-    elif isinstance(event, Halted):
-        # The session's own guard (the instance's configured limits) ended the turn.
-        runner.halt_now(event.record, by="session", cancel=False)
+        log.emit(WindowTrimmed(panel=name, evicted=event.evicted, forced=event.forced))
     elif isinstance(event, TurnCommitted):
-        log.emit("turn_committed", name, user_row=event.user_row_id, rows=list(event.row_ids))
-
-
-def _mutating(runner: PanelRunner, turn: TurnContext, tool_use_id: str) -> bool:
-    return turn.call_names.get(tool_use_id, "") in runner.spec.sentinel.mutating_tools
+        log.emit(TurnStored(panel=name, user_row=event.user_row_id, rows=event.row_ids))
 
 
 async def settle(
@@ -149,29 +147,30 @@ async def settle(
             acked += (await bus.ack(claim, only=done)).settled
         if rest:
             released += (await bus.nack(claim, only=rest)).settled
-    runner.host.log.emit("settled", runner.name, acked=acked, released=released)
+    runner.host.log.emit(Settled(panel=runner.name, acked=tuple(acked), released=tuple(released)))
 
 
-def finish(runner: PanelRunner, turn: TurnContext, outcome: str, error: DriverError | None) -> None:
+def finish(
+    runner: PanelRunner,
+    turn: TurnContext,
+    outcome: str,
+    error: DriverError | None,
+    tickets: Tickets,
+) -> None:
     runner.turn = None
     runner.host.turn_ended.set()
     runner.turns += 1
-    runner.budget.end_turn()
-    progress = turn.mutations > 0 or turn.sends > 0
-    spend = TurnSpend(turn.input_tokens + turn.output_tokens, turn.usd, turn.tool_calls, progress)
     runner.host.log.emit(
-        "turn_ended",
-        runner.name,
-        turn=turn.number,
-        outcome=outcome,
-        error=str(error) if error else None,
-        tool_calls=turn.tool_calls,
-        input_tokens=turn.input_tokens,
-        output_tokens=turn.output_tokens,
-        usd=round(turn.usd, 6),
+        TurnEnded(
+            panel=runner.name,
+            turn=turn.number,
+            outcome=outcome,
+            error=str(error) if error else None,
+            tool_calls=turn.tool_calls,
+            input_tokens=turn.input_tokens,
+            output_tokens=turn.output_tokens,
+            usd=round(turn.usd, 6),
+        )
     )
-    if outcome == "done":
-        runner.end_of_turn_checks(spend)
-    else:
-        runner.history.append(spend)
+    tickets.ended(runner.name, turn.number, outcome, str(error) if error else None)
     runner.set_state(runner.resting_state(), runner.halt_detail())

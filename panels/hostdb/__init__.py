@@ -1,11 +1,12 @@
 """host.sqlite: the team's event log, control table and panel status (see schema.py).
 
+The catalogues (catalogue.py: events; verbs.py: verbs) are the only shapes of what goes in.
 Sync SQL functions over a `sqlite3.Connection` (events, control, status), usable from
 viewers and tests without an event loop; `open_hostdb` gives the host's async wrapper.
 """
 
+from panels.hostdb.catalogue import EVENT_SCHEMA, HostEvent, UnknownEvent, decode
 from panels.hostdb.control import (
-    VERBS,
     Command,
     finish_command,
     get_command,
@@ -15,8 +16,7 @@ from panels.hostdb.control import (
 )
 from panels.hostdb.db import HostDb, open_hostdb
 from panels.hostdb.events import (
-    Event,
-    NewEvent,
+    Logged,
     append_events,
     last_event_id,
     last_events,
@@ -25,25 +25,31 @@ from panels.hostdb.events import (
 )
 from panels.hostdb.schema import SCHEMA_VERSION, HostDbError, connect, data_version
 from panels.hostdb.status import PanelRow, get_meta, read_panels, set_meta, upsert_panels
+from panels.hostdb.verbs import Verb, VerbError, parse_verb
 
 __all__ = [
+    "EVENT_SCHEMA",
     "SCHEMA_VERSION",
-    "VERBS",
     "Command",
-    "Event",
     "HostDb",
     "HostDbError",
-    "NewEvent",
+    "HostEvent",
+    "Logged",
     "PanelRow",
+    "UnknownEvent",
+    "Verb",
+    "VerbError",
     "append_events",
     "connect",
     "data_version",
+    "decode",
     "finish_command",
     "get_command",
     "get_meta",
     "last_event_id",
     "last_events",
     "open_hostdb",
+    "parse_verb",
     "pending_commands",
     "prune_commands",
     "prune_events",

@@ -1,8 +1,10 @@
-"""The control table: commands from viewers to the host, and the outcome the host records.
+"""The control table: verbs from viewers to the host, and the outcome the host records.
 
-A viewer inserts a `pending` row; the host reads pending rows in id order, applies each and
-marks it `done` or `failed` with an outcome text. A command still pending when the host
-stops is applied when it starts again. Finished commands are pruned like events.
+A viewer inserts a `pending` row holding a verb of the catalogue (verbs.py), checked before
+it is written; the host reads pending rows in id order, parses each again (a row it cannot
+read is failed with the reason, never guessed at), applies it and marks it `done` or
+`failed` with an outcome text. A command still pending when the host stops is applied when
+it starts again. Finished commands are pruned like events.
 """
 
 from __future__ import annotations
@@ -14,53 +16,37 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from panels.hostdb.schema import write
-
-VERBS = (
-    "input",  # operator input: args.text
-    "approve",  # args.request (approval request id)
-    "deny",  # args.request
-    "pause",
-    "resume",
-    "halt",  # args.reason
-    "model",  # args.model: swap the panel's model
-    "tokens",  # args.max_window_tokens
-    "inbox",  # args.on: true / false
-    "shutdown",
-)
+from panels.hostdb.verbs import Verb
 
 CommandState = Literal["pending", "done", "failed"]
 
 
 @dataclass(frozen=True)
 class Command:
+    """A control-table row as stored: the verb is parsed by the host (`parse_verb`)."""
+
     id: int
     ts: float
     panel: str | None
     verb: str
-    args: dict[str, Any]
+    args: Any  # the decoded JSON; a row from elsewhere may hold anything
     state: CommandState
     outcome: str | None
+    by: str = "operator"
 
 
 def submit_command(
-    conn: sqlite3.Connection,
-    verb: str,
-    *,
-    panel: str | None = None,
-    args: dict[str, Any] | None = None,
-    now: float | None = None,
+    conn: sqlite3.Connection, verb: Verb, *, by: str = "operator", now: float | None = None
 ) -> int:
-    """Queue a command for the host; returns its id."""
-    if verb not in VERBS:
-        raise ValueError(f"unknown command {verb!r}; one of {', '.join(VERBS)}")
-    payload = json.dumps(args or {}, sort_keys=True)
+    """Queue a verb for the host; returns the command's id."""
+    payload = json.dumps(verb.args(), sort_keys=True)
     ts = time.time() if now is None else now
     return write(
         conn,
         lambda c: int(
             c.execute(
-                "INSERT INTO commands (ts, panel, verb, args) VALUES (?, ?, ?, ?)",
-                (ts, panel, verb, payload),
+                "INSERT INTO commands (ts, panel, verb, args, by) VALUES (?, ?, ?, ?, ?)",
+                (ts, verb.panel, verb.name, payload, by),
             ).lastrowid
             or 0
         ),
@@ -68,11 +54,14 @@ def submit_command(
 
 
 def _command(row: tuple[Any, ...]) -> Command:
-    args = json.loads(row[4]) if row[4] else {}
-    return Command(int(row[0]), float(row[1]), row[2], str(row[3]), args, row[5], row[6])
+    try:
+        args = json.loads(row[4]) if row[4] else {}
+    except ValueError:
+        args = None  # refused by parse_verb, with the reason
+    return Command(int(row[0]), float(row[1]), row[2], str(row[3]), args, row[5], row[6], row[7])
 
 
-_COLUMNS = "id, ts, panel, verb, args, state, outcome"
+_COLUMNS = "id, ts, panel, verb, args, state, outcome, by"
 
 
 def pending_commands(conn: sqlite3.Connection, *, limit: int = 100) -> list[Command]:

@@ -1,7 +1,9 @@
-"""The event log: append, read after a cursor, prune. Sync SQL over a connection.
+"""The event log: append typed events, read them back after a cursor, prune. Sync SQL.
 
-Ids come from AUTOINCREMENT, so they only grow, also across pruning and host restarts: a
-viewer that remembers the last id it showed resumes exactly there.
+Rows are `(id, ts, panel, kind, data)`; what they hold is a `HostEvent` of the catalogue
+(catalogue.py), which alone turns rows into events and back. Ids come from AUTOINCREMENT, so
+they only grow, also across pruning and host restarts: a viewer that remembers the last id
+it showed resumes exactly there.
 """
 
 from __future__ import annotations
@@ -9,40 +11,34 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from panels.hostdb.catalogue import HostEvent, UnknownEvent, decode
 from panels.hostdb.schema import write
 
 
 @dataclass(frozen=True)
-class NewEvent:
-    kind: str
-    panel: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-    ts: float = 0.0
+class Logged:
+    """An event as the log holds it: its id (the readers' cursor) and time."""
 
-
-@dataclass(frozen=True)
-class Event:
     id: int
     ts: float
-    panel: str | None
-    kind: str
-    data: dict[str, Any]
+    event: HostEvent
 
 
-def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[int]:
-    """Append events in one transaction; returns their ids."""
+def append_events(conn: sqlite3.Connection, events: Sequence[tuple[float, HostEvent]]) -> list[int]:
+    """Append `(ts, event)` pairs in one transaction; returns their ids."""
     if not events:
         return []
 
     def work(c: sqlite3.Connection) -> list[int]:
         ids = []
-        for e in events:
+        for ts, event in events:
+            kind, panel, data = event.to_row()
             cursor = c.execute(
                 "INSERT INTO events (ts, panel, kind, data) VALUES (?, ?, ?, ?)",
-                (e.ts, e.panel, e.kind, json.dumps(e.data, sort_keys=True, default=str)),
+                (ts, panel, kind, json.dumps(data, sort_keys=True, default=str)),
             )
             ids.append(int(cursor.lastrowid or 0))
         return ids
@@ -50,18 +46,15 @@ def append_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> list[
     return write(conn, work)
 
 
-def _event(row: tuple[Any, ...]) -> Event:
+def _logged(row: tuple[Any, ...]) -> Logged:
+    ident, ts, panel, kind = int(row[0]), float(row[1]), row[2], str(row[3])
     try:
         data = json.loads(row[4])
     except ValueError:
-        data = {"raw": row[4]}
-    return Event(
-        int(row[0]),
-        float(row[1]),
-        row[2],
-        str(row[3]),
-        data if isinstance(data, dict) else {"value": data},
-    )
+        return Logged(ident, ts, UnknownEvent(panel=panel, stored_kind=kind, why="data not JSON"))
+    if not isinstance(data, dict):
+        return Logged(ident, ts, UnknownEvent(panel=panel, stored_kind=kind, why="data not JSON"))
+    return Logged(ident, ts, decode(kind, panel, data))
 
 
 def read_events(
@@ -71,7 +64,7 @@ def read_events(
     panel: str | None = None,
     kinds: Sequence[str] | None = None,
     limit: int = 500,
-) -> list[Event]:
+) -> list[Logged]:
     """Events with id > `after`, oldest first; filtered by panel and kinds when given."""
     sql = "SELECT id, ts, panel, kind, data FROM events WHERE id > ?"
     params: list[Any] = [after]
@@ -83,19 +76,31 @@ def read_events(
         params.extend(kinds)
     sql += " ORDER BY id LIMIT ?"
     params.append(limit)
-    return [_event(r) for r in conn.execute(sql, params)]
+    return [_logged(r) for r in conn.execute(sql, params)]
 
 
-def last_events(conn: sqlite3.Connection, *, count: int, panel: str | None = None) -> list[Event]:
-    """The newest `count` events (of one panel when given), oldest first."""
+def last_events(
+    conn: sqlite3.Connection,
+    *,
+    count: int,
+    panel: str | None = None,
+    kinds: Sequence[str] | None = None,
+) -> list[Logged]:
+    """The newest `count` events (of one panel, of some kinds, when given), oldest first."""
     sql = "SELECT id, ts, panel, kind, data FROM events"
+    where: list[str] = []
     params: list[Any] = []
     if panel is not None:
-        sql += " WHERE panel = ?"
+        where.append("panel = ?")
         params.append(panel)
+    if kinds:
+        where.append(f"kind IN ({','.join('?' * len(kinds))})")
+        params.extend(kinds)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC LIMIT ?"
     params.append(count)
-    return [_event(r) for r in reversed(conn.execute(sql, params).fetchall())]
+    return [_logged(r) for r in reversed(conn.execute(sql, params).fetchall())]
 
 
 def last_event_id(conn: sqlite3.Connection) -> int:

@@ -8,7 +8,7 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
     events    id AUTOINCREMENT (never reused, so a tail's cursor stays valid after pruning),
               ts, panel (NULL: the host itself), kind, data (JSON object)
     commands  id AUTOINCREMENT, ts, panel, verb, args (JSON), state pending|done|failed,
-              outcome (text), done_ts
+              outcome (text), done_ts, by (who gave it: operator, a watchdog panel...)
     panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
               updated_ts: the latest status of each panel, rewritten in place (for `ps`)
     meta      key PK, value: the host's pid, team, start time
@@ -22,9 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from panels.errors import HostDbError as HostDbError  # defined there, re-exported here
+
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -59,14 +61,11 @@ _DDL = (
            updated_ts REAL NOT NULL)""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
-
-
-class HostDbError(Exception):
-    """Raised when host.sqlite is from a newer mnemara or is not a usable database."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
+# Each version's statements, applied in order from the file's version up.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: _DDL,
+    2: ("ALTER TABLE commands ADD COLUMN by TEXT NOT NULL DEFAULT 'operator'",),
+}
 
 
 def connect(path: Path, *, busy_timeout: float = 5.0, create: bool = True) -> sqlite3.Connection:
@@ -100,8 +99,11 @@ def connect(path: Path, *, busy_timeout: float = 5.0, create: bool = True) -> sq
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    for statement in _DDL:
-        conn.execute(statement)
+    # Read again inside the write transaction: another process may have migrated meanwhile.
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    for step in range(version + 1, SCHEMA_VERSION + 1):
+        for statement in _MIGRATIONS[step]:
+            conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

@@ -1,15 +1,13 @@
 """The REPL's answer to a panel's approval request: the call shown escaped, y/n/s/a asked.
 
-The host's asker (panels/host/asker.py) turns an `ask` verdict into an `approval_request`
+The host's asker (panels/host/asker.py) turns an `ask` verdict into an `ApprovalAsked`
 event whose target, reason and "always" rules are already escaped for display; the face
-puts it to the operator here and answers through the host's approvals.
+puts it to the operator here and answers with the host's `answer` verb.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from panels.hostdb.catalogue import ApprovalAsked
 from panels.repl.terminal import Terminal
 from runtime.policy.approver import Answer
 
@@ -32,25 +30,25 @@ def parse_answer(text: str, *, always_offered: bool) -> Answer | None:
     return answer
 
 
-def question_text(request: Mapping[str, Any]) -> str:
-    """The question for an `approval_request` event's data, as `prompt_text` words it."""
+def question_text(request: ApprovalAsked) -> str:
+    """The question for an approval request, as `prompt_text` words it."""
     lines = [
-        f"{request.get('tool')} wants to run:",
-        f"  {request.get('target', '')}",
-        f"why asked: {request.get('reason', '')}",
+        f"{request.tool} wants to run:",
+        f"  {request.target}",
+        f"why asked: {request.reason}",
     ]
     choices = "[y]es once / [n]o / [s]ession"
-    if request.get("always_offered"):
+    if request.always_offered:
         lines.append("always would allow exactly:")
-        lines.extend(f"  {target}" for target in request.get("remember") or ())
+        lines.extend(f"  {target}" for target in request.remember)
         choices += " / [a]lways"
     lines.append(choices)
     return "\n".join(lines)
 
 
-async def ask_operator(terminal: Terminal, request: Mapping[str, Any]) -> Answer:
+async def ask_operator(terminal: Terminal, request: ApprovalAsked) -> Answer:
     """Ask until a valid answer; end of input or /stop answers no."""
-    always = bool(request.get("always_offered"))
+    always = request.always_offered
     terminal.say(question_text(request))
     while True:
         line = await terminal.ask("allow? ")

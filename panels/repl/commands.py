@@ -1,4 +1,10 @@
-"""What each window and config slash command does to a session; returns the text to print."""
+"""What each slash command is: a verb for the host to apply, or a read-only view.
+
+`verb_for` turns a command into a verb of the catalogue (panels/hostdb/verbs.py), which the
+face gives to the host's dispatcher like any other operator's; it never touches the live
+session. The views (`/show`, `/evict` alone, `/role` alone, `/tokens` alone, `/skeleton`)
+only read: the store through a connection of their own, the config and files from disk.
+"""
 
 from __future__ import annotations
 
@@ -6,75 +12,127 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 
-from panels.repl.slash import Command, SlashError, parse_token_count
-from runtime import window_ops
-from runtime.inspect import SUMMARY_META_KEYS, describe_row, format_summary, summarize
-from runtime.notes import append_note
-from runtime.roledoc import read_role_doc
-from runtime.session import Session
+from panels.hostdb import VerbError, parse_verb, verbs
+from panels.repl.slash import Command, SlashError, parse_token_count, resolve_model
+from runtime.config import load_config
+from runtime.home import InstancePaths
+from runtime.inspect import describe_window
 from runtime.store import TurnStore
 
-
-async def _summary_text(session: Session) -> str:
-    store = session.store
-    meta = {k: v for k in SUMMARY_META_KEYS if (v := await store.get_meta(k))}
-    summary = summarize(await store.rows(), await store.slots(), session.config, meta)
-    return format_summary(summary)
+EVICT_USAGE = "usage: /evict [tools|thinking|writes|user|assistant|N|last N]"
 
 
-async def show(session: Session, args: tuple[str, ...]) -> str:
-    rows = await session.store.rows()
-    n = int(args[0]) if args and args[0].isdigit() else 0
-    shown = rows[-n:] if n else rows
-    lines = [describe_row(r) for r in shown] or ["(the window is empty)"]
-    for slot in await session.store.slots():
-        lines.append(f"slot {slot.position}: {slot.label} ({slot.role}) = {slot.content}")
-    return "\n".join([*lines, "", await _summary_text(session)])
+def verb_for(command: Command, panel: str, paths: InstancePaths) -> verbs.Verb | None:
+    """The verb a command gives, or None when the command is a view (or the face's own)."""
+    try:
+        found = _verb(command.name, command.args, paths)
+    except VerbError as exc:
+        raise SlashError(str(exc)) from None
+    if found is None:
+        return None
+    name, fields = found
+    try:
+        return parse_verb(name, panel, fields)
+    except VerbError as exc:
+        raise SlashError(str(exc)) from None
 
 
-async def evict(session: Session, args: tuple[str, ...]) -> str:
-    rows = await session.store.rows()
-    if not args:
-        return await _summary_text(session)
+Fields = dict[str, object]
+
+
+def _verb(name: str, args: tuple[str, ...], paths: InstancePaths) -> tuple[str, Fields] | None:
+    """(verb name, its fields) for a command; None for the commands that are not verbs."""
+    if name in ("stop", "resume"):
+        return name, {}
+    if name == "halt":
+        return "halt", {"reason": " ".join(args) or "halted by the operator"}
+    if name == "inbox" and args:
+        if args not in (("on",), ("off",)):
+            raise SlashError("usage: /inbox [on|off]")
+        return "inbox", {"on": args[0] == "on"}
+    if name == "swap":
+        if len(args) != 1:
+            raise SlashError("usage: /swap MODEL|N")
+        return "model", {"model": resolve_model(args[0]), "save": True}
+    if name == "tokens" and args:
+        return "tokens", {"max_window_tokens": parse_token_count(args[0]), "save": True}
+    if name == "clear":
+        return "clear", {"all": "--all" in args}
+    if name == "note":
+        if not args:
+            raise SlashError("usage: /note TEXT")
+        return "note", {"text": " ".join(args)}
+    if name == "evict" and args:
+        return "evict", _evict(args)
+    if name == "compress":
+        if args and args[0] == "reads":
+            return "compress", {"reads": True}
+        return "compress", {"target_tokens": parse_token_count(args[0]) if args else None}
+    if name in ("pin", "unpin"):
+        if len(args) != 1 or not args[0].isdigit():
+            raise SlashError(f"usage: /{name} ROW_ID")
+        return name, {"row_id": int(args[0])}
+    if name == "slot":
+        if not args:
+            raise SlashError("usage: /slot LABEL [TEXT]  (no text removes the slot)")
+        return "slot", {"label": args[0], "content": " ".join(args[1:]) or None}
+    if name == "role" and args:
+        return "role", {"path": str(Path(args[0]).expanduser().resolve()), "save": True}
+    if name == "export":
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        target = Path(args[0]).expanduser() if args else paths.root / f"export-{stamp}.jsonl"
+        return "export", {"path": str(target.resolve())}
+    if name == "import":
+        files = [a for a in args if a != "--replace"]
+        if len(files) != 1:
+            raise SlashError("usage: /import PATH [--replace]")
+        path = str(Path(files[0]).expanduser().resolve())
+        return "import", {"path": path, "replace": "--replace" in args}
+    return None
+
+
+def _evict(args: tuple[str, ...]) -> Fields:
     what = args[0].lower()
-    if what == "tools":
-        plan = window_ops.plan_strip_tools(rows)
-    elif what == "thinking":
-        plan = window_ops.plan_strip_thinking(rows)
-    elif what == "writes":
-        plan = window_ops.plan_strip_write_pairs(rows)
-    elif what in ("user", "assistant"):
-        plan = window_ops.plan_drop_role(rows, what)
-    elif what == "last" and len(args) == 2 and args[1].isdigit():
-        plan = window_ops.plan_drop_newest(rows, int(args[1]))
-    elif what.isdigit():
-        plan = window_ops.plan_drop_oldest(rows, int(what))
-    else:
-        raise SlashError("usage: /evict [tools|thinking|writes|user|assistant|N|last N]")
-    changed = await window_ops.apply_plan(session.store, plan)
-    session.debug.write("eviction", f"operator_evict_{what}", rows=changed)
-    return f"{changed} rows changed (pinned rows untouched)\n" + await _summary_text(session)
+    if what in ("tools", "thinking", "writes", "user", "assistant") and len(args) == 1:
+        return {"what": what}
+    if what == "last" and len(args) == 2 and args[1].isdigit():
+        return {"what": "newest", "count": int(args[1])}
+    if what.isdigit() and len(args) == 1:
+        return {"what": "oldest", "count": int(what)}
+    raise SlashError(EVICT_USAGE)
 
 
-async def compress(session: Session, args: tuple[str, ...]) -> str:
-    rows = await session.store.rows()
-    current = sum(r.tokens for r in rows)
-    if args and args[0] == "reads":
-        from runtime.tools.compress_reads import compress_reads
+async def view(command: Command, paths: InstancePaths) -> str | None:
+    """The text of a read-only command, or None when it is not one."""
+    name, args = command.name, command.args
+    if name == "show":
+        last = int(args[0]) if args and args[0].isdigit() else 0
+        return await anyio.to_thread.run_sync(_window_text, paths, last, False)
+    if args:
+        return await _skeleton(args) if name == "skeleton" else None
+    if name == "evict":
+        return await anyio.to_thread.run_sync(_window_text, paths, 0, True)
+    if name == "role":
+        config = await anyio.to_thread.run_sync(load_config, paths.config)
+        return config.role_doc_path or "(no role doc set)"
+    if name == "tokens":
+        config = await anyio.to_thread.run_sync(load_config, paths.config)
+        return f"max_window_tokens = {config.max_window_tokens}"
+    if name == "skeleton":
+        return await _skeleton(args)
+    return None
 
-        stubbed = await compress_reads(session.store)
-        session.debug.write("eviction", "operator_compress_reads", rows=stubbed)
-        return f"repeated reads stubbed in {len(stubbed)} rows (the latest read of each file kept)"
-    target = parse_token_count(args[0]) if args else max(1_000, current // 4)
-    plan = window_ops.plan_compress(rows, target)
-    changed = await window_ops.apply_plan(session.store, plan)
-    session.debug.write("eviction", "operator_compress", target=target, rows=changed)
-    after = sum(r.tokens for r in await session.store.rows())
-    return f"compressed {current} -> {after} tokens (target {target}; {changed} rows changed)"
+
+def _window_text(paths: InstancePaths, last: int, summary_only: bool) -> str:
+    config = load_config(paths.config)
+    with TurnStore.open(paths.turns) as store:
+        window = describe_window(store, config, last=last)
+    return window.summary_text() if summary_only else window.as_text()
 
 
-async def skeleton(session: Session, args: tuple[str, ...]) -> str:
+async def _skeleton(args: tuple[str, ...]) -> str:
     from runtime.tools.skeleton import skeleton_of
 
     if len(args) != 1:
@@ -85,64 +143,3 @@ async def skeleton(session: Session, args: tuple[str, ...]) -> str:
     except OSError as exc:
         raise SlashError(f"cannot read {args[0]}: {exc.strerror}") from None
     return skeleton_of(source, args[0])
-
-
-async def role(session: Session, args: tuple[str, ...]) -> str:
-    if not args:
-        return session.config.role_doc_path or "(no role doc set)"
-    path = Path(await (await anyio.Path(args[0]).expanduser()).resolve())
-    await anyio.to_thread.run_sync(read_role_doc, path)
-    session.update_config(role_doc_path=str(path))
-    return f"role doc: {path} (read again on every turn)"
-
-
-async def export(session: Session, args: tuple[str, ...]) -> str:
-    from runtime.store.export import export_jsonl
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    target = Path(args[0]) if args else session.paths.root / f"export-{stamp}.jsonl"
-
-    def write(store: TurnStore) -> int:
-        with target.open("w", encoding="utf-8") as out:
-            return export_jsonl(store, out, instance=session.paths.name)
-
-    count = await session.store.run(write)
-    return f"exported {count} rows to {target}"
-
-
-async def import_(session: Session, args: tuple[str, ...]) -> str:
-    from runtime.store.export import import_jsonl
-
-    paths = [a for a in args if a != "--replace"]
-    if len(paths) != 1:
-        raise SlashError("usage: /import PATH [--replace]")
-    path = Path(await anyio.Path(paths[0]).expanduser())
-    summary = await session.store.run(import_jsonl, path, replace="--replace" in args)
-    return f"imported {summary}"
-
-
-async def dispatch(session: Session, command: Command) -> str:
-    """Run one command on an idle panel's session; the face handles the host's own verbs."""
-    name, args = command.name, command.args
-    if name == "show":
-        return await show(session, args)
-    if name == "clear":
-        removed = await session.store.clear(keep_pinned="--all" not in args)
-        return f"removed {removed} rows"
-    if name == "note":
-        if not args:
-            raise SlashError("usage: /note TEXT")
-        return f"noted in {append_note(session.paths, ' '.join(args))}"
-    if name == "evict":
-        return await evict(session, args)
-    if name == "compress":
-        return await compress(session, args)
-    if name == "role":
-        return await role(session, args)
-    if name == "export":
-        return await export(session, args)
-    if name == "import":
-        return await import_(session, args)
-    if name == "skeleton":
-        return await skeleton(session, args)
-    raise SlashError(f"unknown command /{name}; /help lists them")

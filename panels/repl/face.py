@@ -1,57 +1,53 @@
 """The solo REPL as the face of a one-panel host: `mnemara run --instance X`.
 
 The instance runs as a team of one under the `Host` (panels/host/solo.py builds the team),
-so it behaves as it would in any team, peer_poll included. The face is the line REPL:
+so it behaves as it would in any team, peer_poll included. The face is the line REPL, and it
+acts only through the host's verbs (panels/hostdb/verbs.py), as the CLI and the dashboard do:
 
-- a typed line is operator input, submitted on the panel's operator route; the face then
-  follows the panel until the turn that took the line has ended, while lines typed meanwhile
-  are routed by the terminal (`/stop`, the at-once commands, or queued for after the turn);
+- a typed line is the `input` verb; its ticket completes when the turn that took it ends,
+  and the face follows the panel until then, while lines typed meanwhile are routed by the
+  terminal (`/stop`, the at-once commands, or queued for after the turn);
+- a slash command is a verb (panels/repl/commands.py) or a read-only view; verbs that change
+  the window wait, in the host, for the turn in flight to end;
 - what the panel does reaches the face as the host's live events (text deltas as they
-  stream) and is shown by `EventView`; an approval request is asked on the terminal and
-  answered through the host's approvals;
-- slash commands act on the panel's live session while no turn runs (holding the team's
-  turn slot, so no turn starts under them); `/swap`, `/tokens`, `/halt`, `/resume` and
-  `/inbox` go through the runner's control verbs, as the dashboard's commands do.
+  stream), shown by `EventView`; an approval request is asked on the terminal and answered
+  with the `answer` verb.
 
 A failed turn (no credentials, overloaded) prints its error once; its input stays in the
 window marked interrupted and is acked, not delivered again (`redeliver_failed_input`
-off), so a restart of the panel never repeats a failure that needs the operator.
+off), so a restart of the panel never repeats a failure that needs the operator. A panel the
+host gives up on (a corrupt file, failures a restart will not fix) ends the face with an
+error: `run` then exits non-zero.
 """
 
 from __future__ import annotations
 
 import math
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from panels.host.control import operator_halt
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery import operator_route
+from panels.host.dispatch import Outcome
 from panels.host.host import Host
 from panels.host.panel import PanelRunner
+from panels.host.process import release_pid_file, take_pid_file
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory
+from panels.hostdb import HostEvent, verbs
+from panels.hostdb import catalogue as ev
 from panels.repl import commands
 from panels.repl.approve import ask_operator
-from panels.repl.show import EventView, halt_notice
-from panels.repl.slash import (
-    MODELS,
-    Command,
-    SlashError,
-    help_text,
-    parse,
-    parse_token_count,
-    resolve_model,
-)
-from panels.repl.terminal import Terminal
+from panels.repl.show import EventView
+from panels.repl.slash import MODELS, Command, SlashError, help_text, parse
+from panels.repl.terminal import Terminal, safe
 from panels.team import TeamSpec
 from runtime.config import load_config
 from runtime.errors import MnemaraError
 from runtime.home import InstancePaths
-from runtime.session import Session
 
 PROMPT = "you> "
 # Restarts of a solo panel: quick (the operator is waiting), and a give-up only after a run
@@ -61,60 +57,63 @@ SOLO_RESTARTS = RestartPolicy(base_delay=0.5, max_delay=10.0, max_failures=10, w
 AT_ONCE = frozenset({"stop", "halt", "inbox", "help", "models"})
 SESSION_WAIT = 60.0
 
-_Event = tuple[str, str | None, dict[str, Any]]
-
 
 class SoloFace:
     def __init__(self, team: TeamSpec, terminal: Terminal, *, home: Path | None = None) -> None:
         self.team = team
         self.name = team.panels[0].name
+        self.paths = InstancePaths.for_name(team.panels[0].instance, home)
         self.terminal = terminal
-        config = load_config(InstancePaths.for_name(team.panels[0].instance, home).config)
+        config = load_config(self.paths.config)
         self.config = config
         self.view = EventView(terminal, config.display_name or "assistant", stream=config.stream)
-        self._send: MemoryObjectSendStream[_Event]
-        self._receive: MemoryObjectReceiveStream[_Event]
-        self._send, self._receive = anyio.create_memory_object_stream[_Event](math.inf)
+        self._send: MemoryObjectSendStream[HostEvent]
+        self._receive: MemoryObjectReceiveStream[HostEvent]
+        self._send, self._receive = anyio.create_memory_object_stream[HostEvent](math.inf)
         self._changed = anyio.Event()
-        self.delivered: dict[int, int] = {}  # operator message id -> turn number
-        self.ended: dict[int, tuple[str, int]] = {}  # turn -> (outcome, lives at its end)
         self.lives = 0
+        self.ended_lives: dict[int, int] = {}  # turn -> lives when it ended (failed turns)
         self.given_up = False
         self.following = False
+        self.leaving = False  # the face is ending on its own (/quit, end of input)
         self.repl_scope = anyio.CancelScope()
+        # At-once commands typed while a turn runs, for `serve_pending` to apply.
+        self._pending: list[Command] = []
+        self._wake_pending = anyio.Event()
         self.host: Host
 
     # -- events from the host -----------------------------------------------------------------
 
-    def on_event(self, kind: str, panel: str | None, data: dict[str, Any]) -> None:
+    def on_event(self, event: HostEvent) -> None:
         """The host's live listener: called in the emitting task, so it only queues."""
-        if panel == self.name:
-            self._send.send_nowait((kind, panel, data))
+        if event.panel == self.name:
+            self._send.send_nowait(event)
 
     async def show_events(self) -> None:
-        async for kind, _, data in self._receive:
-            if kind == "approval_request":
-                answer = await ask_operator(self.terminal, data)
-                if not self.host.services.approvals.answer(int(data["request"]), answer):
+        async for event in self._receive:
+            if isinstance(event, ev.ApprovalAsked):
+                answer = await ask_operator(self.terminal, event)
+                verb = verbs.AnswerRequest(
+                    panel=self.name, request=event.request, answer=answer.value
+                )
+                outcome = await self.host.dispatch(verb)
+                if not outcome.ok:
                     self.terminal.say("(too late: the question was closed; not run)")
             else:
-                self.view.show(kind, data)
-            self._track(kind, data)
+                self.view.show(event)
+            self._track(event)
             self._changed, changed = anyio.Event(), self._changed
             changed.set()
 
-    def _track(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "delivery":
-            for ident in data.get("ids") or ():
-                self.delivered[int(ident)] = int(data["turn"])
-        elif kind == "turn_ended":
-            self.ended[int(data["turn"])] = (str(data.get("outcome")), self.lives)
-        elif kind == "panel_started":
+    def _track(self, event: HostEvent) -> None:
+        if isinstance(event, ev.PanelStarted):
             self.lives += 1
-        elif kind == "panel_given_up":
+        elif isinstance(event, ev.TurnEnded) and event.outcome == "failed":
+            self.ended_lives[event.turn] = self.lives
+        elif isinstance(event, ev.PanelGivenUp):
             self.given_up = True
 
-    async def _until(self, done: Any) -> None:
+    async def _until(self, done: Callable[[], bool]) -> None:
         while True:
             changed = self._changed
             if done():
@@ -123,7 +122,7 @@ class SoloFace:
 
     @property
     def runner(self) -> PanelRunner:
-        return self.host.services.panels[self.name]
+        return self.host.panels[self.name]
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -137,7 +136,7 @@ class SoloFace:
                 f"role={self.config.role_doc_path or '(none)'}  (a team of one)\n"
                 "/help lists commands; /quit leaves.\n"
             )
-            while True:
+            while not self.given_up:
                 line = await self.terminal.read(PROMPT)
                 if line is None:
                     self.terminal.write("\n")
@@ -154,47 +153,52 @@ class SoloFace:
                     else:
                         await self.send(line)
                 except (MnemaraError, SlashError) as exc:
-                    self.terminal.say(f"[error] {exc}")
+                    self.terminal.say(f"[error] {safe(str(exc))}")
 
     async def send(self, line: str) -> None:
-        """Operator input: submit it, then follow the panel until its turn has ended."""
+        """Operator input: the `input` verb, then follow the panel until its ticket is done."""
         runner = self.runner
-        if self.given_up:
-            raise SlashError("the panel was given up (see above); fix the cause, then run again")
         if runner.halt is not None:
             raise SlashError(
-                f"{self.name} is halted ({halt_notice(runner.halt.as_dict())}); "
+                f"{self.name} is halted ({runner.halt.notice()}); "
                 "/resume lets it go on. The line was not sent."
             )
-        ident = await self.host.services.bus.submit(
-            OPERATOR, operator_route(self.name), {"type": "input", "text": line}
-        )
+        outcome = await self.host.dispatch(verbs.Input(panel=self.name, text=line))
+        ticket = self._checked(outcome).ticket
+        assert ticket is not None  # an applied input always has one
         self.following = True
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self.terminal.watch, self.runner.stop_turn, self._at_once_line)
-                await self._until(lambda: self._followed(ident))
+                tg.start_soon(self.terminal.watch, self._stop_soon, self._at_once_line)
+                await self._until(
+                    lambda: self._followed(ticket.done, ticket.turn) or runner.halt is not None
+                )
                 tg.cancel_scope.cancel()
         finally:
             self.following = False
-        if ident not in self.delivered and self.runner.halt is not None:
+        if not ticket.done and runner.halt is not None:
             self.terminal.say("(the panel is halted: the line runs after /resume)")
 
-    def _followed(self, ident: int) -> bool:
-        turn = self.delivered.get(ident)
-        if turn is None:
-            return self.given_up or self.runner.halt is not None
-        if turn not in self.ended:
-            return False
-        outcome, lives = self.ended[turn]
+    def _followed(self, done: bool, turn: int | None) -> bool:
+        if self.given_up:
+            return True
+        if not done or turn is None:
+            return done
         # A failed turn ends its panel's life: wait for the next life (or the give-up), so
-        # the commands that follow find the live session.
-        return outcome != "failed" or self.lives > lives or self.given_up
+        # the commands that follow find the panel running again.
+        lives = self.ended_lives.get(turn)
+        return lives is None or self.lives > lives
+
+    @staticmethod
+    def _checked(outcome: Outcome) -> Outcome:
+        if not outcome.ok:
+            raise SlashError(outcome.text)
+        return outcome
 
     # -- commands -----------------------------------------------------------------------------
 
     def _at_once_line(self, line: str) -> bool:
-        """During a turn: run an at-once command now; False leaves the line to the queue."""
+        """During a turn: an at-once command runs now; False leaves the line to the queue."""
         if not line.lstrip().startswith("/"):
             return False
         try:
@@ -203,82 +207,99 @@ class SoloFace:
             return False
         if command.name not in AT_ONCE:
             return False
-        self._write_output(self._at_once(command))
+        self._at_once_soon(command)
         return True
 
-    def _write_output(self, output: str) -> None:
-        if output:
-            self.terminal.say(output)
-
-    def _at_once(self, command: Command) -> str:
-        runner, name, args = self.runner, command.name, command.args
-        if name == "stop":
-            if not runner.in_turn:
-                return "no turn is running"
-            runner.stop_turn()
-            return ""
-        if name == "halt":
-            reason = " ".join(args) or "halted by the operator"
-            runner.halt_now(operator_halt(reason, "operator"), by="operator")
-            return ""  # the halt event shows the notice
-        if name == "inbox":
-            if args not in (("on",), ("off",)):
-                raise SlashError("usage: /inbox on|off")
-            runner.set_inbox(args[0] == "on")
-            return f"inbox {args[0]}"
+    def _at_once_soon(self, command: Command) -> None:
+        """An at-once command typed while a turn runs, applied from the terminal's reader."""
+        name = command.name
         if name == "help":
-            return help_text()
-        return "\n".join(f"  {i}. {short:<7} {full}" for i, (short, full) in enumerate(MODELS, 1))
+            self.terminal.say(help_text())
+        elif name == "models":
+            self.terminal.say(_models())
+        else:
+            # Verbs are async; the watcher is sync: the host applies them from a task of its
+            # own (the turn's stop and halt take effect in the host at once).
+            self._pending.append(command)
+            self._wake_pending.set()
+
+    def _stop_soon(self) -> None:
+        self._at_once_soon(Command("stop", ()))
 
     async def command(self, command: Command) -> str | None:
         """Run one command while idle; None means quit."""
-        name, args = command.name, command.args
+        name = command.name
         if name == "quit":
             return None
-        if name in AT_ONCE:
-            return self._at_once(command)
-        if name == "resume":
-            if self.runner.halt is None:
-                return "the panel is not halted"
-            self.runner.resume()
-            return "resumed: the sentinel and the budget counters start again from here"
-        session = await self._session()
-        if self.runner.in_turn:
+        if name == "help":
+            return help_text()
+        if name == "models":
+            return _models()
+        if name == "inbox" and not command.args:
+            return await self._inbox()
+        shown = await commands.view(command, self.paths)
+        if shown is not None:
+            return shown
+        verb = commands.verb_for(command, self.name, self.paths)
+        if verb is None:
+            raise SlashError(f"unknown command /{name}; /help lists them")
+        in_turn = self.runner.in_turn
+        if verb.window and in_turn:
             self.terminal.say("(waiting for the turn in flight to end)")
-        async with self.host.services.slots:  # no turn starts while the command runs
-            if name == "swap":
-                if not args:
-                    raise SlashError("usage: /swap MODEL|N")
-                session.update_config(model=resolve_model(args[0]))  # saved for next time
-                self.runner.set_model(session.config.model)  # the host's `model` verb
-                return f"model: {session.config.model}"
-            if name == "tokens":
-                if args:
-                    session.update_config(max_window_tokens=parse_token_count(args[0]))
-                    self.host.services.log.emit(
-                        "tokens", self.name, max_window_tokens=session.config.max_window_tokens
-                    )
-                return f"max_window_tokens = {session.config.max_window_tokens}"
-            return await commands.dispatch(session, command)
+        outcome = self._checked(await self.host.dispatch(verb))
+        # A halt and a stopped turn show themselves (their events); no echo needed.
+        if isinstance(verb, verbs.Halt) or (isinstance(verb, verbs.Stop) and in_turn):
+            return ""
+        return outcome.text
 
-    async def _session(self) -> Session:
-        """The panel's live session; after a failure, once the panel has started again."""
-        with anyio.move_on_after(SESSION_WAIT):
-            await self._until(lambda: self.given_up or self.runner.session is not None)
-        session = self.runner.session
-        if session is None:
-            raise SlashError("the panel is not running (see the errors above); /quit leaves")
-        return session
+    async def _inbox(self) -> str:
+        runner = self.runner
+        bus = self.host.services.bus
+        waiting = await bus.inbox(runner.name, senders=runner.spec.listens_to, limit=20)
+        operator = await bus.inbox(operator_route(runner.name), senders=(), limit=20)
+        state = "on" if runner.inbox_on else "off (/inbox on delivers what waits)"
+        lines = [f"inbox delivery is {state}"]
+        for item in [*operator, *waiting]:
+            body = " ".join(safe(item.payload_json).split())[:120]
+            lines.append(f"  {item.id} from {safe(item.sender)} ({item.state}): {body}")
+        if len(lines) == 1:
+            lines.append("  (nothing is waiting)")
+        return "\n".join(lines)
+
+    async def serve_pending(self) -> None:
+        """Apply the at-once verbs typed while a turn runs (see `_at_once_soon`)."""
+        while True:
+            await self._wake_pending.wait()
+            self._wake_pending = anyio.Event()
+            while self._pending:
+                command = self._pending.pop(0)
+                try:
+                    output = await self.command(command)
+                except (MnemaraError, SlashError) as exc:
+                    output = f"[error] {safe(str(exc))}"
+                if output:
+                    self.terminal.say(output)
+
+    async def end_with_host(self) -> None:
+        """The host stopped from outside (`mnemara down`): the face ends too."""
+        await self.host.stopped()
+        if not self.leaving:
+            self.terminal.say("(the host was stopped: leaving)")
+            self.repl_scope.cancel()
 
     async def on_sigint(self) -> None:
         """Ctrl-C stops the turn in flight; with none, it leaves as /quit does."""
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
             async for _ in signals:
                 if self.following or self.runner.in_turn:
-                    self.runner.stop_turn()
+                    await self.host.dispatch(verbs.Stop(panel=self.name))
                 else:
                     self.terminal.write("\n")
                     self.repl_scope.cancel()
+
+
+def _models() -> str:
+    return "\n".join(f"  {i}. {short:<7} {full}" for i, (short, full) in enumerate(MODELS, 1))
 
 
 async def run_face(
@@ -288,8 +309,9 @@ async def run_face(
     drivers: DriverFactory | None = None,
     home: Path | None = None,
     policy: RestartPolicy = SOLO_RESTARTS,
-) -> None:
-    """Run the one-panel team with the REPL as its face until /quit or end of input."""
+) -> bool:
+    """Run the one-panel team with the REPL as its face until /quit or end of input.
+    Returns False when the host gave up on the panel (the caller exits non-zero)."""
     face = SoloFace(team, terminal, home=home)
     face.host = Host(
         team,
@@ -298,20 +320,43 @@ async def run_face(
         policy=policy,
         live_listeners=[face.on_event],
         redeliver_failed_input=False,
+        holder=f"`mnemara run` of instance {team.panels[0].instance!r}",
     )
     with face._send, face._receive, terminal:
         await _run_face(face, terminal)
+    return not face.given_up
+
+
+def _lone(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error a task group wrapped (the host failed to start), else the group."""
+    leaves = [e for e in group.exceptions]
+    while len(leaves) == 1 and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 async def _run_face(face: SoloFace, terminal: Terminal) -> None:
+    try:
+        await _serve_face(face, terminal)
+    except BaseExceptionGroup as group:
+        raise _lone(group) from None
+
+
+async def _serve_face(face: SoloFace, terminal: Terminal) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(terminal.serve)
         await tg.start(face.host.serve)
+        # The host is findable like any other (`mnemara ps/logs/down -t NAME`) while it runs.
+        take_pid_file(face.team)
         tg.start_soon(face.show_events)
         tg.start_soon(face.on_sigint)
+        tg.start_soon(face.serve_pending)
+        tg.start_soon(face.end_with_host)
         try:
             await face.repl()
         finally:
+            face.leaving = True
+            release_pid_file(face.team)
             # Stop cleanly: turns end, claims are settled, open questions answered no.
             face.host.request_stop()
             with anyio.CancelScope(shield=True), anyio.move_on_after(90):
@@ -321,7 +366,7 @@ async def _run_face(face: SoloFace, terminal: Terminal) -> None:
 
 async def run_solo(
     team: TeamSpec, *, drivers: DriverFactory | None = None, home: Path | None = None
-) -> None:
+) -> bool:
     """`mnemara run`: the face on stdin and stdout, with the instance's prompt history."""
     history = InstancePaths.for_name(team.panels[0].instance, home).prompt_history
-    await run_face(team, Terminal(history=history), drivers=drivers, home=home)
+    return await run_face(team, Terminal(history=history), drivers=drivers, home=home)

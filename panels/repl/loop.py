@@ -7,11 +7,12 @@ alike; the interactive REPL itself runs under the host (face.py).
 from __future__ import annotations
 
 import signal
-from typing import Any
 
 import anyio
 
 from panels.host.turn import preview
+from panels.hostdb import HostEvent
+from panels.hostdb import catalogue as ev
 from panels.repl.show import EventView
 from panels.repl.terminal import Terminal
 from runtime.driver import TextDelta, ToolCall, ToolResult
@@ -20,20 +21,21 @@ from runtime.guard.halts import Halted
 from runtime.session import RoleWarning, Session, Trimmed
 
 
-def as_event(event: object) -> tuple[str, dict[str, Any]] | None:
-    """A session event as the host would emit it (kind, data); None for the unshown."""
+def as_event(event: object) -> HostEvent | None:
+    """A session event as the host would emit it; None for the unshown."""
     if isinstance(event, TextDelta):
-        return "text_delta", {"text": event.text}
+        return ev.TextDelta(text=event.text)
     if isinstance(event, ToolCall):
-        return "tool_call", {"tool": event.name, "input": preview(event.input, 400)}
+        return ev.ToolCalled(id=event.id, tool=event.name, input=preview(event.input, 400))
     if isinstance(event, ToolResult):
-        return "tool_result", {"error": event.is_error, "content": event.content}
+        return ev.ToolAnswered(id=event.tool_use_id, error=event.is_error, content=event.content)
     if isinstance(event, RoleWarning):
-        return "warning", {"message": event.message}
+        return ev.Warned(message=event.message)
     if isinstance(event, Trimmed):
-        return "trimmed", {"evicted": list(event.evicted), "forced": list(event.forced)}
+        return ev.WindowTrimmed(evicted=event.evicted, forced=event.forced)
     if isinstance(event, Halted):
-        return "halt", event.record.as_dict()
+        r = event.record
+        return ev.Halted(by=r.source, source=r.source, rule=r.rule, message=r.message, turn=r.turn)
     return None
 
 
@@ -58,13 +60,14 @@ async def run_turn(session: Session, terminal: Terminal, text: str) -> None:
                 async for event in session.turn(text):
                     shown = as_event(event)
                     if shown is not None:
-                        view.show(*shown)
+                        view.show(shown)
             if turn_scope.cancelled_caught:
                 outcome = "stopped"
         except MnemaraError as exc:
             failure = exc  # raised below, outside the task group, not wrapped in a group
         finally:
             tg.cancel_scope.cancel()
-    view.show("turn_ended", {"outcome": outcome})
+    view.show(ev.TurnEnded(turn=0, outcome=outcome, error=None, tool_calls=0, input_tokens=0,
+                           output_tokens=0, usd=0.0))  # fmt: skip
     if failure is not None:
         raise failure

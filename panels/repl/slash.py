@@ -1,4 +1,7 @@
-"""Slash commands of the line REPL: parsing and help, pure (no session, no I/O)."""
+"""Slash commands of the line REPL: parsing and help, pure (no session, no I/O).
+
+What each command does is in commands.py: a verb for the host, or a read-only view.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/evict tools|thinking|writes", "strip tool bodies / thinking / write pairs from rows"),
     ("/evict user|assistant", "drop every user (or assistant) row"),
     ("/evict N | /evict last N", "drop the N oldest / N newest rows"),
+    ("/pin ROW_ID | /unpin ROW_ID", "protect a row from trimming, or no longer"),
+    ("/slot LABEL [TEXT]", "set a slot (a value kept after the transcript); no text removes it"),
     ("/compress [N]", "shrink the window to N tokens (default: 25% of now)"),
     ("/compress reads", "stub older reads of a file as a diff or 'unchanged'"),
     ("/skeleton PATH", "print a Python file's signatures and docstrings"),
     ("/halt [REASON]", "halt the panel (the turn in flight stops; its inbox is kept)"),
     ("/resume", "let a halted panel (operator, sentinel or budget) go on"),
-    ("/inbox on|off", "take peers' bus messages between operator turns, or not"),
+    ("/inbox [on|off]", "list what waits for the panel; on/off: deliver peers' messages or not"),
     ("/export [PATH]", "write the window as JSONL (default: <instance>/export-<time>.jsonl)"),
     ("/import PATH [--replace]", "load a JSONL export (--replace for a non-empty window)"),
     ("/stop", "stop the turn in flight (Ctrl-C does the same)"),

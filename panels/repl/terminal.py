@@ -135,7 +135,7 @@ class Terminal:
         return line
 
     async def watch(
-        self, stop: Callable[[], None], handle: Callable[[str], bool] | None = None
+        self, stop: Callable[[], object], handle: Callable[[str], bool] | None = None
     ) -> None:
         """During a turn: route lines to /stop, `handle` (True when it took the line; for
         commands that act at once), or the queue."""

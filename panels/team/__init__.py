@@ -1,17 +1,34 @@
 """The team file: which panels a host runs, with their roles, models, budgets and bus.
 
-`load_team(path)` -> `TeamSpec`; errors are `TeamFileError` (a `ConfigError`) naming the
-file, line and field. Modules: model (the pydantic shape), load (paths and the spec),
-locate (line numbers for errors).
+`load_team(path)` -> `TeamSpec`; errors are one `TeamFileError` (a `ConfigError`) listing
+every problem with its file, line and field. `merge_limits` applies a panel's budget and
+sentinel overrides to its instance's own. Modules: model (the pydantic shape), checks (what
+needs the whole file or the disk), load (paths and the spec), limits (the merge), locate
+(line numbers for errors), errors.
 """
 
-from panels.team.load import PanelSpec, TeamFileError, TeamSpec, build_spec, load_team, parse_team
-from panels.team.model import BatchSettings, PanelModel, TeamBudget, TeamModel, TeamSection
+from panels.team.errors import Problem, TeamFileError
+from panels.team.limits import merge_limits
+from panels.team.load import PanelSpec, TeamSpec, build_spec, load_team, parse_team
+from panels.team.model import (
+    KNOWN_KINDS,
+    BatchSettings,
+    BudgetOverrides,
+    PanelModel,
+    SentinelOverrides,
+    TeamBudget,
+    TeamModel,
+    TeamSection,
+)
 
 __all__ = [
+    "KNOWN_KINDS",
     "BatchSettings",
+    "BudgetOverrides",
     "PanelModel",
     "PanelSpec",
+    "Problem",
+    "SentinelOverrides",
     "TeamBudget",
     "TeamFileError",
     "TeamModel",
@@ -19,5 +36,6 @@ __all__ = [
     "TeamSpec",
     "build_spec",
     "load_team",
+    "merge_limits",
     "parse_team",
 ]

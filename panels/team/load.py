@@ -1,8 +1,8 @@
 """Reading a team file: TOML -> validated `TeamModel` -> the frozen `TeamSpec` the host uses.
 
 Relative paths (role docs, the bus, the work directory, the rehearsal script) are taken from
-the team file's directory. Every problem is a `TeamFileError` naming the file, the line and
-the field, and saying what to do.
+the team file's directory. A file is checked whole: the schema's errors and those of
+`checks.py` become one `TeamFileError` listing every problem with its line and field.
 """
 
 from __future__ import annotations
@@ -11,28 +11,26 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from panels.team.locate import dotted, line_of
-from panels.team.model import BatchSettings, PanelModel, TeamBudget, TeamModel
+from panels.team.checks import Finding, check_team, resolve_path
+from panels.team.errors import Problem, TeamFileError
+from panels.team.locate import Loc, dotted, line_of
+from panels.team.model import DUPLICATE_ERROR, BatchSettings, PanelModel, TeamBudget, TeamModel
 from runtime.config import ToolPolicy
-from runtime.errors import ConfigError
-from runtime.guard.settings import BudgetSettings, SentinelSettings
 from runtime.home import mnemara_home
 
-
-class TeamFileError(ConfigError):
-    """Raised when a team file cannot be read or a value in it is invalid."""
-
-    def __init__(self, message: str, *, path: Path, line: int | None = None, field: str = ""):
-        where = f"{path}:{line}" if line else str(path)
-        detail = f" field '{field}':" if field else ""
-        # Not ConfigError's own format: a team file error also names the line.
-        Exception.__init__(self, f"{where}:{detail} {message}")
-        self.path = path
-        self.line = line
-        self.field = field or None
+# Error types whose message already says what was wrong with the value.
+_NO_INPUT = frozenset({"missing", "value_error", DUPLICATE_ERROR})
+# Pydantic speaks of Python types; the reader of a team file knows TOML's.
+_TOML_WORDS = (
+    (r"a valid (tuple|list)", "an array"),
+    (r"a valid dictionary( or instance of \w+)?", "a table"),
+    (r"a valid string", "a string"),
+    (r"a valid boolean", "true or false"),
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +45,11 @@ class PanelSpec:
     listens_to: tuple[str, ...] | None  # None: broadcasts from every sender
     paused: bool
     batch: BatchSettings
-    budget: BudgetSettings
-    sentinel: SentinelSettings
+    # Only the keys the team file set, validated one by one; `merge_limits` applies them to
+    # the instance's own limits and sentinel switch (None: the instance's switch).
+    budget_overrides: dict[str, Any]
+    sentinel_overrides: dict[str, Any]
+    runtime_sentinel: bool | None
     policy: tuple[ToolPolicy, ...]
 
     @property
@@ -96,30 +97,68 @@ class TeamSpec:
 
 
 def parse_team(text: str, *, source: Path, home: Path | None = None) -> TeamSpec:
-    """Validate a team file's text; `source` names the file and anchors relative paths."""
+    """Validate a team file's text; `source` names the file and anchors relative paths.
+
+    Raises one `TeamFileError` with every problem found (broken TOML is one problem: the
+    parser stops there).
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"at line (\d+)", str(exc))
         line = int(found.group(1)) if found else None
-        raise TeamFileError(
+        raise TeamFileError.single(
             f"not valid TOML ({exc}); fix the syntax", path=source, line=line
         ) from None
+    model: TeamModel | None = None
+    schema: list[Finding] = []
     try:
         model = TeamModel.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if first.get("type") != "missing" and "input" in first:
-            message += f" (got {first['input']!r})"
-        more = len(exc.errors()) - 1
-        if more:
-            message += f"; and {more} more problem(s)"
-        raise TeamFileError(
-            message, path=source, line=line_of(text, loc), field=dotted(loc)
-        ) from None
+        schema = _schema_findings(exc)
+    findings = [*schema, *check_team(data, text=text, base=source.parent)]
+    if model is None and not findings:
+        # Only the model's duplicate check failed, which check_team always sees too: a bug.
+        findings = [((), "panel names or instances are used twice")]
+    if findings or model is None:
+        located = sorted(((line_of(text, loc), loc, m) for loc, m in findings), key=_file_order)
+        problems = [Problem(source, line, dotted(loc) or None, m) for line, loc, m in located]
+        raise TeamFileError(list(dict.fromkeys(problems)))
     return build_spec(model, base=source.parent, source=source, home=home)
+
+
+def _file_order(found: tuple[int | None, Loc, str]) -> tuple[int, tuple[tuple[int, str], ...]]:
+    """By line, then by location (`listens_to[2]` before `listens_to[3]` on one line)."""
+    line, loc, _ = found
+    return line or 0, tuple((p, "") if isinstance(p, int) else (0, p) for p in loc)
+
+
+def _schema_findings(exc: ValidationError) -> list[Finding]:
+    found: list[Finding] = []
+    for error in exc.errors():
+        if error["type"] == DUPLICATE_ERROR:
+            continue  # check_team reports it, with the line of the second use
+        message = str(error["msg"]).removeprefix("Value error, ")
+        for python, toml in _TOML_WORDS:
+            message = re.sub(python, toml, message)
+        shown = _shown(error.get("input"))
+        if error["type"] == "extra_forbidden":
+            message += "; remove the key or fix its spelling"
+        elif error["type"] not in _NO_INPUT and shown:
+            message += f" (got {shown})"
+        found.append((tuple(error["loc"]), message))
+    return found
+
+
+def _shown(value: object) -> str | None:
+    """A scalar as the file wrote it, shortened; never a table or an array."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    return None
 
 
 def load_team(path: Path | str, *, home: Path | None = None) -> TeamSpec:
@@ -128,17 +167,10 @@ def load_team(path: Path | str, *, home: Path | None = None) -> TeamSpec:
     try:
         text = source.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise TeamFileError("no such file; check the path", path=source) from None
+        raise TeamFileError.single("no such file; check the path", path=source) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise TeamFileError(f"cannot read ({exc})", path=source) from None
+        raise TeamFileError.single(f"cannot read ({exc})", path=source) from None
     return parse_team(text, source=source, home=home)
-
-
-def _resolve(base: Path, value: str | None) -> Path | None:
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path).resolve()
 
 
 def build_spec(
@@ -146,15 +178,15 @@ def build_spec(
 ) -> TeamSpec:
     team = model.team
     state_dir = (home or mnemara_home()) / "_teams" / team.name
-    bus = _resolve(base, team.bus)
+    bus = resolve_path(base, team.bus)
     return TeamSpec(
         name=team.name,
         source=source,
         state_dir=state_dir,
         bus_path=bus or state_dir / "bus.sqlite",
         bus_is_default=bus is None,
-        workdir=_resolve(base, team.workdir) or base,
-        rehearsal=_resolve(base, team.rehearsal),
+        workdir=resolve_path(base, team.workdir) or base,
+        rehearsal=resolve_path(base, team.rehearsal),
         max_concurrent_turns=team.max_concurrent_turns,
         digest_interval=team.digest_interval_seconds,
         approval_timeout=team.approval_timeout_seconds,
@@ -168,13 +200,14 @@ def _panel(panel: PanelModel, base: Path) -> PanelSpec:
     return PanelSpec(
         name=panel.name,
         instance=panel.instance or panel.name,
-        role=_resolve(base, panel.role),
+        role=resolve_path(base, panel.role),
         model=panel.model,
         kind=panel.kind,
         listens_to=None if panel.listens_to is None else tuple(panel.listens_to),
         paused=panel.paused,
         batch=panel.batch,
-        budget=panel.budget,
-        sentinel=panel.sentinel,
+        budget_overrides=panel.budget.given() if panel.budget else {},
+        sentinel_overrides=panel.sentinel.given() if panel.sentinel else {},
+        runtime_sentinel=panel.runtime_sentinel,
         policy=tuple(panel.policy),
     )

@@ -2,28 +2,79 @@
 
 A boundary model (STYLE.md 6): the TOML is validated here once, then the host works with the
 frozen `TeamSpec` that `load.py` builds from it. Unknown keys are errors, so a typo in a
-budget name cannot silently leave a panel without its limit.
+budget name cannot silently leave a panel without its limit. A panel's `[panels.budget]` and
+`[panels.sentinel]` are partial: each key is checked like the instance setting it overrides,
+and only the keys given are kept, to be merged with the instance's own (`limits.py`).
+What needs the whole file or the disk (unknown senders, missing role docs) is in `checks.py`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Self
+from collections.abc import Sequence
+from copy import copy
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from runtime.config import ToolPolicy
 from runtime.guard.settings import BudgetSettings, SentinelSettings
 
 # A panel name is both a bus role and an instance name: the intersection of the two rules.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SENDER_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}"
 # Senders the host itself writes as; a panel cannot take their names.
 RESERVED_NAMES = frozenset({"operator", "host"})
 KNOWN_KINDS = ("worker", "watchdog", "producer")
+# The error type of `TeamModel`'s own uniqueness check; load.py reports duplicates itself,
+# with the line of the second use, and skips this one.
+DUPLICATE_ERROR = "duplicate_panel"
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Overrides(_Model):
+    """Some fields of a settings model, each validated alone; `given()` has those set."""
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(include=set(self.model_fields_set))
+
+
+def overrides_of(settings: type[BaseModel], name: str) -> type[Overrides]:
+    """A model with the fields (types, bounds, defaults) of `settings` but not its model
+    validators: a rule across fields can only be checked once merged with the instance."""
+    fields: dict[str, Any] = {
+        key: (info.annotation, copy(info)) for key, info in settings.model_fields.items()
+    }
+    doc = f"Overrides of `{settings.__name__}` fields; only the keys given are applied."
+    return create_model(name, __base__=Overrides, __doc__=doc, **fields)
+
+
+if TYPE_CHECKING:
+    # Built at runtime from the settings models (one representation of each field); to the
+    # type checker they are plain `Overrides`.
+    SentinelOverrides = Overrides
+    BudgetOverrides = Overrides
+else:
+    SentinelOverrides = overrides_of(SentinelSettings, "SentinelOverrides")
+    BudgetOverrides = overrides_of(BudgetSettings, "BudgetOverrides")
+
+
+def _sender(value: str) -> str:
+    if not re.fullmatch(SENDER_PATTERN, value):
+        raise ValueError(f"{value!r} is not a sender name (letters, digits, . _ : @ -)")
+    return value
 
 
 class TeamBudget(_Model):
@@ -49,11 +100,12 @@ class PanelModel(_Model):
     role: str | None = None
     model: str | None = None
     kind: str = "worker"
-    listens_to: list[str] | None = None
+    listens_to: list[Annotated[str, AfterValidator(_sender)]] | None = None
     paused: bool = False
     batch: BatchSettings = Field(default_factory=BatchSettings)
-    budget: BudgetSettings = Field(default_factory=BudgetSettings)
-    sentinel: SentinelSettings = Field(default_factory=SentinelSettings)
+    runtime_sentinel: bool | None = None  # None: the instance's own switch
+    budget: BudgetOverrides | None = None
+    sentinel: SentinelOverrides | None = None
     policy: list[ToolPolicy] = Field(default_factory=list)
 
     @field_validator("name")
@@ -63,12 +115,11 @@ class PanelModel(_Model):
             raise ValueError(f"{value!r} is reserved for the host's own messages")
         return value
 
-    @field_validator("listens_to")
+    @field_validator("kind")
     @classmethod
-    def _senders(cls, value: list[str] | None) -> list[str] | None:
-        for sender in value or ():
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}", sender):
-                raise ValueError(f"{sender!r} is not a sender name")
+    def _known_kind(cls, value: str) -> str:
+        if value not in KNOWN_KINDS:
+            raise ValueError(f"unknown kind {value!r}; use one of {', '.join(KNOWN_KINDS)}")
         return value
 
 
@@ -87,6 +138,19 @@ class TeamSection(_Model):
     budget: TeamBudget = Field(default_factory=TeamBudget)
 
 
+def find_duplicates(panels: Sequence[tuple[str, str]]) -> list[tuple[int, str, str, int]]:
+    """(index, "name" or "instance", value, index of the first use) for each panel that reuses
+    an earlier panel's name or instance; `panels` is (name, instance) in file order. Pure."""
+    found: list[tuple[int, str, str, int]] = []
+    first: dict[tuple[str, str], int] = {}
+    for index, (name, instance) in enumerate(panels):
+        for key, value in (("name", name), ("instance", instance)):
+            earlier = first.setdefault((key, value), index)
+            if earlier != index:
+                found.append((index, key, value, earlier))
+    return found
+
+
 class TeamModel(_Model):
     """The whole file."""
 
@@ -95,14 +159,9 @@ class TeamModel(_Model):
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
-        seen: set[str] = set()
-        instances: set[str] = set()
-        for panel in self.panels:
-            if panel.name in seen:
-                raise ValueError(f"panel name {panel.name!r} is used twice")
-            seen.add(panel.name)
-            instance = panel.instance or panel.name
-            if instance in instances:
-                raise ValueError(f"instance {instance!r} is used by two panels")
-            instances.add(instance)
+        found = find_duplicates([(p.name, p.instance or p.name) for p in self.panels])
+        if found:
+            index, key, value, earlier = found[0]
+            message = f"panels[{index}]: {key} {value!r} is already used by panels[{earlier}]"
+            raise PydanticCustomError(DUPLICATE_ERROR, "{message}", {"message": message})
         return self

@@ -5,10 +5,9 @@ Pure cores (digest, slope) and the tool specs; the host (panels/host) runs them.
 
 from panels.watchdog.digest import Activity, DigestSettings, alerts, build_digest, digest_key
 from panels.watchdog.slope import SlopeSettings, TurnSpend, budget_slope
-from panels.watchdog.tools import ActionRefusedError, WatchdogHost, watchdog_tools
+from panels.watchdog.tools import WatchdogHost, watchdog_tools
 
 __all__ = [
-    "ActionRefusedError",
     "Activity",
     "DigestSettings",
     "SlopeSettings",

@@ -1,9 +1,9 @@
-"""The watchdog panel's tools: halt, pause, resume or nudge another panel, through the host.
+"""The watchdog panel's tools: halt, pause, resume or nudge another panel, as verbs.
 
-The tools only ask; the host decides and records. `WatchdogHost.watchdog_action` checks the
-target (an existing panel, never the watchdog itself), applies the verb, writes an audit
-event with the actor, target and reason, and returns what happened, which is what the model
-reads. A refused action comes back as an error result, never as an exception in the turn.
+The tools only ask: each call becomes a verb of the catalogue (panels/hostdb/verbs.py) given
+by the watchdog panel, which the host's one dispatcher checks (an existing panel, never the
+watchdog itself), applies and records with the actor, target and reason. What happened is
+what the model reads; a refused verb comes back as an error result, never as an exception.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from panels.hostdb import verbs
 from runtime.driver import ToolOutput, ToolSpec
 
 
-class ActionRefusedError(Exception):
-    """Raised by the host when a watchdog action is not allowed (unknown target, itself)."""
-
-
 class WatchdogHost(Protocol):
-    async def watchdog_action(self, actor: str, verb: str, target: str, text: str) -> str: ...
+    async def act(self, verb: verbs.Verb, *, by: str) -> tuple[bool, str]:
+        """Apply `verb` given by panel `by`; (applied, what came of it)."""
+        ...
 
 
 _NAME = {"type": "string", "description": "The panel's name, as in the digest."}
@@ -74,10 +73,13 @@ def _handler(
             return ToolOutput(f"`{text_key}` must be text", is_error=True)
         if verb in ("halt_panel", "nudge_panel") and not text.strip():
             return ToolOutput(f"give `{text_key}`: it is recorded with the action", is_error=True)
+        name = verb.removesuffix("_panel")
+        args = {} if name == "resume" else {"text" if name == "nudge" else "reason": text}
         try:
-            outcome = await host.watchdog_action(actor, verb.removesuffix("_panel"), target, text)
-        except ActionRefusedError as exc:
+            given = verbs.parse_verb(name, target, args)
+        except verbs.VerbError as exc:
             return ToolOutput(f"refused: {exc}", is_error=True)
-        return ToolOutput(outcome)
+        ok, outcome = await host.act(given, by=actor)
+        return ToolOutput(outcome if ok else f"refused: {outcome}", is_error=not ok)
 
     return handle

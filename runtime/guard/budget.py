@@ -3,7 +3,8 @@
 The owner feeds the tracker what the model service really reported and asks before every
 turn and every tool call whether the panel may go on:
 
-    begin_turn()         before a turn starts (checks the session's turn count and totals)
+    may_begin()          whether a turn may start (the session's turn count and totals)
+    begin_turn()         before a turn starts (the same checks, then the turn is open)
     check_before_call()  before each tool call (checks session and turn totals)
     record(usage, cost)  for each Usage event (one model request, added up) and each Cost
                          event (the turn's running total as the SDK reports it, never summed)
@@ -81,13 +82,20 @@ class BudgetTracker:
         self._turn_number = 0
         self._stopped: HaltRecord | None = None
 
-    def begin_turn(self, turn: int | None = None) -> BudgetVerdict:
+    def may_begin(self) -> BudgetVerdict:
+        """Whether a turn may start now (the session's limits), without starting one."""
         verdict = self._check(include_turn_limits=False)
         if verdict.stop:
             return verdict
         limit = self.limits.max_session_turns
         if limit is not None and self._closed.turns >= limit:
             return self._stop("session_turns", self._closed.turns, limit, "turns this session")
+        return GO
+
+    def begin_turn(self, turn: int | None = None) -> BudgetVerdict:
+        verdict = self.may_begin()
+        if verdict.stop:
+            return verdict
         if self._turn.turns:
             self.end_turn()  # the previous turn was never closed; keep what it spent
         self._turn_number = turn if turn is not None else self._turn_number + 1

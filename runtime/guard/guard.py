@@ -1,28 +1,85 @@
-"""The session's approver: every tool call asks the budget, then the sentinel, then the policy.
+"""The one guard of a panel: budget, then the owner's checks, then the sentinel, then the policy.
 
-`Guard` wraps the permission policy (any `Approver`) and is what the driver consults, from the
-PreToolUse hook and `can_use_tool` on the live path alike. A budget that is spent or a sentinel
-rule that fires refuses the call before the policy is asked (so an operator is never asked
-about a call that would not run anyway) and sets `halt`: the refusal's message is the
-`[BUDGET HALT]` / `[SENTINEL HALT]` notice, and the session, seeing `halt`, stops consuming
-the driver and ends the turn (runtime/session.py). Once halting, every further call of the
-turn is refused with the same notice.
+`Guard` is the `Approver` the driver consults for every tool call, from the PreToolUse hook and
+`can_use_tool` on the live path alike. It is built once per panel and outlives the panel's
+sessions: a host keeps it across restarts, so a crash cannot reset a budget, forget what the
+sentinel saw or lift a halt. Its parts, asked in this order:
 
-The guard also feeds the trackers what the turn reports (usage, cost, tool results) and
-measures the world state that the no-progress rule compares from turn to turn.
+1. the halt: a halted panel refuses every call (and every turn) until `resume()`;
+2. the budget (budget.py): a spent limit halts the panel;
+3. the owner's checks (`GuardCheck`): a host adds its team-wide budget, the budget slope and
+   the terminal-send rule; a check may refuse one call or halt the panel;
+4. the sentinel (sentinel.py), when switched on, with the world as measured just before the
+   call (world.py), so a change made by any means (a Bash `sed -i` included) counts;
+5. the policy (any `Approver`; a host gives each life the instance's policy).
+
+A halt found anywhere refuses the call before the policy is asked, so an operator is never
+asked about a call that would not run. The record is kept in `halted` (until `resume()`), is
+passed to every listener in `on_record`, and the session, seeing `halted`, ends the turn.
+Records the sentinel makes in shadow mode go to the listeners too, and stop nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from runtime.driver import Approver, Cost, Decision, DriverEvent, ToolCallRequest, ToolResult, Usage
-from runtime.guard.budget import BudgetTracker
+from runtime.guard.budget import BudgetTracker, Spend
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import BudgetSettings, LimitsConfig
+from runtime.guard.world import WorldProbe, touched_paths
+
+# Paths whose content the guard hashes when it measures the world: the most recent ones.
+TOUCHED_CAPACITY = 256
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """What a guard enforces: the budgets, and the sentinel's switch and thresholds."""
+
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    sentinel: bool = True
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A check's no: `message` is what the model reads; a `record` also halts the panel."""
+
+    message: str
+    record: HaltRecord | None = None
+
+
+@dataclass(frozen=True)
+class TurnTally:
+    """One finished turn as the checks see it."""
+
+    turn: int
+    spent: Spend
+    tool_calls: int
+    # Measured when the sentinel runs; else whether a mutating tool (Write, Edit...) succeeded.
+    changed_world: bool
+
+
+class GuardCheck(Protocol):
+    """A check its owner adds to a guard: a host's team budget, terminal sends, budget slope."""
+
+    def before_turn(self) -> HaltRecord | None: ...
+
+    def before_call(self, call: ToolCallRequest) -> Refusal | None: ...
+
+    def after_turn(self, tally: TurnTally) -> HaltRecord | None: ...
+
+
+class NotStarted:
+    """The policy of a guard whose panel has no session yet: refuses everything."""
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        return Decision(allow=False, message="The panel has no session yet; the call was not run.")
 
 
 def _utc_now() -> datetime:
@@ -30,58 +87,106 @@ def _utc_now() -> datetime:
 
 
 class Guard:
-    """Budget -> sentinel -> policy, for one session. `sentinel=False` leaves the sentinel out
-    (config `runtime_sentinel`); `on_shadow` receives what shadow mode would have halted."""
+    """Budget -> checks -> sentinel -> policy for one panel; see the module docstring."""
 
     def __init__(
         self,
         policy: Approver,
-        limits: LimitsConfig,
+        settings: GuardSettings | None = None,
         *,
-        sentinel: bool,
-        on_shadow: Callable[[HaltRecord], None] = lambda record: None,
+        world: WorldProbe | None = None,
+        checks: Sequence[GuardCheck] = (),
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.policy = policy
-        self.budget = BudgetTracker(limits.budget, clock=clock)
-        self.sentinel = Sentinel(limits.sentinel, clock=clock) if sentinel else None
-        self.halt: HaltRecord | None = None
-        self._on_shadow = on_shadow
+        self.world = world
+        self.checks = tuple(checks)
+        settings = settings or GuardSettings()
+        self.settings = settings
+        self.budget = BudgetTracker(settings.limits.budget, clock=clock)
+        self.sentinel: Sentinel | None = None
+        self.halted: HaltRecord | None = None
+        self.on_record: list[Callable[[HaltRecord], None]] = []
+        self._clock = clock
+        self._turn = 0
         self._turn_open = False
+        self._turn_calls = 0
+        self._turn_mutations = 0
+        self._call_names: dict[str, str] = {}  # tool_use_id -> tool, for this turn's results
+        self._first_world: WorldState | None = None
+        self._first_files: dict[str, str] = {}  # each file's hash when first measured this turn
+        self._touched: OrderedDict[str, None] = OrderedDict()
+        self.reconfigure(settings)
+
+    # -- settings -------------------------------------------------------------------------------
+
+    def reconfigure(self, settings: GuardSettings) -> None:
+        """New limits or thresholds (a new life read the instance's config again). What was
+        spent and what the sentinel saw are kept; switching the sentinel off forgets it."""
+        self.settings = settings
+        self.budget.limits = settings.limits.budget
+        if not settings.sentinel:
+            self.sentinel = None
+        elif self.sentinel is None:
+            self.sentinel = Sentinel(settings.limits.sentinel, clock=self._clock)
+            self.sentinel.begin_turn(max(self._turn, 1))
+        else:
+            self.sentinel.settings = settings.limits.sentinel
 
     @property
-    def wants_world(self) -> bool:
-        """Whether end_turn needs a measured world (the no-progress rule is on)."""
-        return self.sentinel is not None and self.sentinel.settings.no_progress_turns > 0
+    def sentinel_mode(self) -> str:
+        if self.sentinel is None:
+            return "off"
+        return "shadow" if self.sentinel.settings.shadow else "on"
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def may_begin(self) -> HaltRecord | None:
+        """Whether a turn may start now, without starting one; a record is the halt that
+        forbids it (a limit reached just now halts the panel)."""
+        if self.halted is not None:
+            return self.halted
+        verdict = self.budget.may_begin()
+        record = (
+            verdict.record if verdict.stop else self._first(c.before_turn() for c in self.checks)
+        )
+        return None if record is None else self._halt(record)
 
     def begin_turn(self, turn: int) -> HaltRecord | None:
-        """Start a turn; a record means the budget forbids it (the panel halts, nothing runs)."""
-        self.halt = None
-        verdict = self.budget.begin_turn(turn)
-        if verdict.stop:
-            return verdict.record
+        """Start a turn; a record means the panel may not run one (nothing runs)."""
+        record = self.may_begin()
+        if record is not None:
+            return record
+        self.budget.begin_turn(turn)
+        self._turn, self._turn_open, self._turn_calls = turn, True, 0
+        self._turn_mutations, self._call_names = 0, {}
+        self._first_world, self._first_files = None, {}
         if self.sentinel is not None:
             self.sentinel.begin_turn(turn)
-        self._turn_open = True
         return None
 
     async def decide(self, call: ToolCallRequest) -> Decision:
-        if self.halt is not None:
-            return Decision(allow=False, message=self.halt.notice())
+        if self.halted is not None:
+            return Decision(allow=False, message=self.halted.notice())
         spent = self.budget.check_before_call()
         if spent.stop and spent.record is not None:
-            return self._stop(spent.record)
+            return self._refuse(self._halt(spent.record))
+        for check in self.checks:
+            refusal = check.before_call(call)
+            if refusal is not None:
+                if refusal.record is not None:
+                    self._halt(refusal.record)
+                return Decision(allow=False, message=refusal.message)
+        self._turn_calls += 1
+        self._call_names[call.tool_use_id] = call.name
         if self.sentinel is not None:
-            verdict = self.sentinel.observe_call(call)
-            if verdict.halt and verdict.record is not None:
-                return self._stop(verdict.record)
+            world = await self._measure(touched_paths(call, self._cwd()))
+            verdict = self.sentinel.observe_call(call, world)
             if verdict.record is not None:
-                self._on_shadow(verdict.record)
+                if verdict.halt:
+                    return self._refuse(self._halt(verdict.record))
+                self._tell(verdict.record)
         return await self.policy.decide(call)
-
-    def _stop(self, record: HaltRecord) -> Decision:
-        self.halt = record
-        return Decision(allow=False, message=record.notice())
 
     def observe(self, event: DriverEvent) -> None:
         """What the turn reported: spending for the budget, tool outcomes for the sentinel."""
@@ -89,37 +194,119 @@ class Guard:
             self.budget.record(usage=event)
         elif isinstance(event, Cost):
             self.budget.record(cost=event)
-        elif isinstance(event, ToolResult) and self.sentinel is not None:
-            self.sentinel.observe_result(event.tool_use_id, is_error=event.is_error)
+        elif isinstance(event, ToolResult):
+            name = self._call_names.get(event.tool_use_id, "")
+            if not event.is_error and name in self.settings.limits.sentinel.mutating_tools:
+                self._turn_mutations += 1
+            if self.sentinel is not None:
+                self.sentinel.observe_result(
+                    event.tool_use_id, is_error=event.is_error, content=event.content
+                )
 
-    def end_turn(self, world: WorldState | None = None) -> HaltRecord | None:
-        """Close the turn (idempotent); returns the record that halts the panel now, if any.
-
-        Judged at the end: the no-progress rule (with `world`), and the session budgets, so a
-        panel that has spent its budget stops now rather than at its next input.
-        """
+    async def finish_turn(self) -> HaltRecord | None:
+        """Judge the turn that ends (no-progress, the checks, the session budgets); returns the
+        record that halts the panel now, if any. Idempotent with `close_turn`."""
         if not self._turn_open:
-            return self.halt
+            return self.halted
+        world: WorldState | None = None
+        if self.sentinel is not None and self.halted is None:
+            world = await self._measure(())
+        changed = self._changed_world(world)
+        tally = TurnTally(self._turn, self.budget.snapshot().turn, self._turn_calls, changed)
+        self.close_turn(world)
+        if self.halted is None:
+            record = self._first(c.after_turn(tally) for c in self.checks)
+            if record is not None:
+                self._halt(record)
+        if self.halted is None:
+            spent = self.budget.check_before_call()
+            if spent.stop and spent.record is not None:
+                self._halt(spent.record)
+        return self.halted
+
+    def close_turn(self, world: WorldState | None = None) -> None:
+        """Close the turn's budget and sentinel state (idempotent; a stopped turn is closed
+        without being judged)."""
+        if not self._turn_open:
+            return
         self._turn_open = False
         self.budget.end_turn()
         if self.sentinel is not None:
-            verdict = self.sentinel.end_turn(world if self.halt is None else None)
-            if verdict.halt and verdict.record is not None and self.halt is None:
-                self.halt = verdict.record
-            elif verdict.record is not None and not verdict.halt:
-                self._on_shadow(verdict.record)
-        if self.halt is None:
-            spent = self.budget.check_before_call()
-            if spent.stop:
-                self.halt = spent.record
-        return self.halt
+            verdict = self.sentinel.end_turn(world if self.halted is None else None)
+            if verdict.record is not None:
+                if verdict.halt and self.halted is None:
+                    self._halt(verdict.record)
+                elif not verdict.halt:
+                    self._tell(verdict.record)
 
-    def resume(self, limits: BudgetSettings | None = None) -> None:
-        """The operator lets the panel go on: clear the halt, the budget stop, the sentinel."""
-        self.halt = None
+    # -- halts ----------------------------------------------------------------------------------
+
+    def halt_now(self, record: HaltRecord) -> None:
+        """Halt the panel from outside (an operator, a watchdog); the first halt is kept."""
+        if self.halted is None:
+            self._halt(record)
+
+    def resume(self, limits: BudgetSettings | None = None) -> HaltRecord | None:
+        """The operator lets the panel go on: the halt, the budget stop and what the sentinel
+        saw are cleared (spending so far stays). Returns the halt that was lifted."""
+        record, self.halted = self.halted, None
         self.budget.resume(limits)
         if self.sentinel is not None:
             self.sentinel.reset()
+        return record
+
+    def _halt(self, record: HaltRecord) -> HaltRecord:
+        if self.halted is None:
+            self.halted = record
+            self._tell(record)
+        return self.halted
+
+    def _refuse(self, record: HaltRecord) -> Decision:
+        return Decision(allow=False, message=record.notice())
+
+    def _tell(self, record: HaltRecord) -> None:
+        for listener in self.on_record:
+            listener(record)
+
+    @staticmethod
+    def _first(records: Any) -> HaltRecord | None:
+        return next((r for r in records if r is not None), None)
+
+    # -- the world --------------------------------------------------------------------------------
+
+    def _cwd(self) -> str | None:
+        return None if self.world is None else str(self.world.root)
+
+    async def _measure(self, touched: Sequence[str]) -> WorldState | None:
+        if self.world is None:
+            return None
+        for path in touched:
+            self._touched.pop(path, None)
+            self._touched[path] = None
+        while len(self._touched) > TOUCHED_CAPACITY:
+            self._touched.popitem(last=False)
+        world = await self.world.measure(tuple(self._touched))
+        if self._first_world is None:
+            self._first_world = world
+        for path, digest in world.files_written:
+            self._first_files.setdefault(path, digest)
+        return world
+
+    def _changed_world(self, final: WorldState | None) -> bool:
+        """Did the turn change the world: its final state against the state before its first
+        call, each file against its hash when the turn first measured it. Unmeasured (the
+        sentinel is off): did a mutating tool succeed."""
+        if self.sentinel is None or self.world is None:
+            return self._turn_mutations > 0
+        first = self._first_world
+        if first is None or final is None:
+            return False  # no call was measured: nothing ran that could change it
+        files = dict(final.files_written)
+        if any(files.get(path, digest) != digest for path, digest in self._first_files.items()):
+            return True
+        return replace(final, files_written=()) != replace(first, files_written=())
+
+    # -- reporting ------------------------------------------------------------------------------
 
     def spend(self) -> dict[str, Any]:
         """The session's spend so far and its limits, as `inspect_context` and `show` print it."""
@@ -133,9 +320,5 @@ class Guard:
             "output_tokens": s.output_tokens,
             "usd": round(s.usd, 6),
             "limits": limits,
-            "sentinel": "off" if self.sentinel is None else self._sentinel_mode(),
+            "sentinel": self.sentinel_mode,
         }
-
-    def _sentinel_mode(self) -> str:
-        assert self.sentinel is not None
-        return "shadow" if self.sentinel.settings.shadow else "on"

@@ -1,13 +1,14 @@
 """Halt records: where the reason a panel stopped is written, and how a session reports it.
 
-A halt record (runtime.sentinel.HaltRecord: rule, message, turn, time, the calls with their
+A halt record (runtime/guard/records.py: rule, message, turn, time, the calls with their
 row ids, the figures of a budget) is written twice:
 
-- to `debug.log` as one line of kind "halt" (event `sentinel_halt` / `budget_halt`; shadow-
-  mode records as `sentinel_halt_shadow`), the append-only history of every halt;
-- to the store's meta key `halt` (JSON), the panel's current halt, which `mnemara show` and
-  `inspect_context` print from any process. Resuming sets it to "" (no current halt), and
-  so does opening a new session: budgets and the sentinel are per session.
+- to `debug.log`, as the guard makes it, as one line of kind "halt" (event `sentinel_halt` /
+  `budget_halt`; shadow-mode records as `sentinel_halt_shadow`): the history of every halt;
+- to the store's meta key `halt` (JSON, with the row ids of the calls once the turn is
+  stored), the panel's current halt, which `mnemara show` and `inspect_context` print from
+  any process. Resuming sets it to "" (no current halt), and so does opening a session with a
+  guard of its own: its budgets and sentinel start fresh.
 
 The session's spend (turns, requests, tokens, dollars, limits) goes to the meta key `spend`
 after every turn, and the last turn's reported usage to `last_usage`, for the same readers.
@@ -39,11 +40,14 @@ def halt_fields(record: HaltRecord, user_row_id: int | None) -> dict[str, Any]:
     return {**record.as_dict(), "user_row_id": user_row_id}
 
 
-async def record_halt(
-    store: AsyncTurnStore, debug: DebugLog, record: HaltRecord, *, user_row_id: int | None
-) -> None:
+def log_halt(debug: DebugLog, record: HaltRecord, *, user_row_id: int | None) -> None:
+    """A halt, as it happens, to the history (`user_row_id`: the input of the turn it ended)."""
+    debug.write("halt", f"{record.source}_halt", **halt_fields(record, user_row_id))
+
+
+async def save_halt(store: AsyncTurnStore, record: HaltRecord, *, user_row_id: int | None) -> None:
+    """The panel's current halt, for `mnemara show` and `inspect_context`."""
     fields = halt_fields(record, user_row_id)
-    debug.write("halt", f"{record.source}_halt", **fields)
     await store.set_meta(HALT_META, json.dumps(fields, sort_keys=True, default=str))
 
 

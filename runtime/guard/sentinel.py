@@ -1,33 +1,86 @@
 """The runtime sentinel: stops a tool-call loop before the looping call runs.
 
-Deterministic rules over what the calls are and what they changed, never over wording:
+Deterministic rules over what the calls are, what they returned and what they changed, never
+over wording. Each call is judged before it runs, by its key and the state it would run in.
 
-- repeat:       the same call (tool + canonical arguments) `repeat_threshold` times within
-                the last `window` calls, with no change to the world in between;
-- alternation:  A/B/A/B (`alternation_cycles` cycles) with no change in between;
-- failing:      a call that has already failed `failure_threshold - 1` times, with no change
-                in between, is stopped before its next attempt;
-- no_progress:  `no_progress_turns` turns in a row that made tool calls but left the world
-                state (files written, slots, test results, git tree) exactly as it was.
+Key (calls.py): the tool name and its canonical arguments. Key order is canonical and
+whitespace is significant (an Edit retried with corrected indentation is another call);
+Bash commands are parsed and respelt, wait lengths (`sleep 5` / `sleep 10`, `--timeout=30`,
+a `timeout`/`wait`/`seconds`/`delay` input) and timestamps become placeholders, and each run
+of option words is sorted (`pytest -x -q` is `pytest -q -x`), positional words kept in place.
 
-A successful call to a mutating tool (Write, Edit, our memory and slot tools) changes the
-world, so a `git status` after each edit is never a loop; the owner may say explicitly that a
-call changed the world (or did not) when it knows better, such as from the git tree hash.
-Call history resets when a turn ends; `reset()` (the operator resumes) clears everything. In
-shadow mode every rule is evaluated and recorded, and nothing is stopped.
+State (rules.State): the world as the owner measured it just before the call (world.py: the
+content hash of every file a call named, Bash commands included, and the git state), plus
+what the sentinel learnt from results: the outcome of every test command (pass/fail and its
+normalised output) and the opaque commands that succeeded this turn. Two states are the same
+when they agree on everything both measured (a file or test seen for the first time is no
+change), leaving out what only the judged call's own earlier runs changed (a file it appends
+to, the git state it alone moved, its own opaque command): a call's own effects never excuse
+running it again. So a Write that leaves the bytes as they were is no progress, a `sed -i`
+or a `git add` is progress for the calls after it, and an edit undone puts the world back in
+a state already seen.
+- Notes are not progress: slots are never compared, and the bookkeeping tools
+  (`settings.bookkeeping_tools`: memory, slots, todo list, window care) change nothing for
+  the rules and are invisible to the other calls' repeat and alternation windows, so a
+  note written between two polls does not hide the loop.
+- Opaque commands: a call whose effects cannot be measured (a Bash command that is neither a
+  known read nor a test: pip/npm install, a script, `git push`, the network with a body; an
+  external tool) counts as a change once per distinct key per turn when it succeeds, for
+  every call but itself: `pip install x` then the failing test again is a new attempt, while
+  `pip install x` three times is still a repeat.
+- Unmeasured world (the owner passed None): a successful call to a tool in
+  `settings.mutating_tools` (bookkeeping tools excepted) counts as a change, as before.
+
+Rules within a turn (the history resets when the turn ends):
+- repeat:       the candidate's key was seen `repeat_threshold - 1` times within the last
+                `window - 1` calls, each in the same state: the call `repeat_threshold`
+                (3: a polling loop's third call) is stopped;
+- alternation:  the last `alternation_cycles * L` calls, the candidate included, repeat one
+                cycle of L calls (2 <= L <= `max_cycle_length`, not all one call), each call
+                in the same state as its copy one cycle earlier: A/B/A/B, A/B/C/A/B/C, an edit
+                and its undo;
+- failing:      the candidate's key already failed `failure_threshold - 1` times this turn in
+                the same state, with the same normalised output each time: stopped. A change
+                in between (by any tool, Bash included), an opaque command that succeeded, or
+                a different failure output re-arms it.
+Across turns, judged when a turn ends with a measured world:
+- no_progress:  `no_progress_turns` turns in a row that made tool calls, left the world as the
+                previous turn ended it (files, git state, test outcomes; notes never count)
+                and learnt nothing new: each call they made (bookkeeping aside), with its
+                normalised result, had already been seen since the world last changed. A turn
+                without tool calls neither stalls nor counts as progress.
+
+`reset()` (the operator resumes) forgets everything. In shadow mode every rule is evaluated
+and recorded, and nothing is stopped.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.driver import ToolCallRequest
+from runtime.guard.calls import call_key, canonical_arguments, effect_of, outcome_digest, runs_tests
 from runtime.guard.records import CallEvidence, HaltRecord
+from runtime.guard.rules import (
+    Change,
+    Fired,
+    Seen,
+    State,
+    alternation,
+    changed_components,
+    failing,
+    repeat,
+    same_state,
+)
 from runtime.guard.settings import SentinelSettings
+
+__all__ = ["PROCEED", "Sentinel", "SentinelVerdict", "WorldState", "canonical_arguments"]
+
+TURN_HISTORY = 512  # calls of a turn kept for the rules (the oldest are forgotten)
+OBSERVED_CAPACITY = 4096  # (call, result) pairs remembered for the no-progress rule
+EVIDENCE_CALLS = 50  # calls named in a no-progress record
 
 
 @dataclass(frozen=True)
@@ -44,41 +97,25 @@ PROCEED = SentinelVerdict()
 
 @dataclass(frozen=True)
 class WorldState:
-    """What counts as progress, as the owner measured it at the end of a turn."""
+    """The world as the owner measured it (world.py), before a call or at a turn's end."""
 
-    files_written: tuple[tuple[str, str], ...] = ()  # (path, content hash)
-    slots: tuple[tuple[str, str], ...] = ()  # (label, value hash)
-    test_results: tuple[str, ...] = ()
-    git_tree: str | None = None
-
-
-def canonical_arguments(value: Any) -> str:
-    """Sorted keys, whitespace runs folded to one space, compact JSON."""
-    return json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _normalise(value: Any) -> Any:
-    if isinstance(value, str):
-        return " ".join(value.split())
-    if isinstance(value, Mapping):
-        return {str(k): _normalise(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_normalise(v) for v in value]
-    return value
+    files_written: tuple[tuple[str, str], ...] = ()  # (path, content hash or "gone")
+    slots: tuple[tuple[str, str], ...] = ()  # (label, value hash): notes, never progress
+    test_results: tuple[tuple[str, str], ...] = ()  # (test, outcome) the owner knows of
+    git_tree: str | None = None  # digest of HEAD, index and changed files; None: no git
 
 
 @dataclass
-class _Seen:
-    key: tuple[str, str]
-    epoch: int
-    evidence: CallEvidence
-    failed: bool | None = None
-
-
-@dataclass
-class _TurnState:
-    seen: list[_Seen] = field(default_factory=list)
-    epoch: int = 0  # bumped each time the world changes within the turn
+class _Turn:
+    seen: list[Seen] = field(default_factory=list)
+    epoch: int = 0  # changes assumed while the world is not measured
+    opaque: frozenset[str] = frozenset()
+    files: dict[str, str] = field(default_factory=dict)  # as last measured (shared by states)
+    observed: dict[tuple[str, str], None] = field(default_factory=dict)
+    measured: State | None = None  # the state at the last measurement
+    since: list[str] = field(default_factory=list)  # keys of the calls since that measurement
+    changes: list[Change] = field(default_factory=list)  # what changed before which call
+    calls: int = 0  # calls judged this turn
 
 
 def _utc_now() -> datetime:
@@ -94,8 +131,10 @@ class Sentinel:
         self.settings = settings
         self._clock = clock
         self._turn = 1
-        self._now = _TurnState()
-        self._last_world: WorldState | None = None
+        self._now = _Turn()
+        self._tests: dict[str, str] = {}  # replaced, never changed in place: states share it
+        self._last_end: State | None = None
+        self._observed: dict[tuple[str, str], None] = {}
         self._stalled = 0
 
     @property
@@ -104,61 +143,159 @@ class Sentinel:
 
     def begin_turn(self, turn: int) -> None:
         self._turn = turn
-        self._now = _TurnState()
+        self._now = _Turn()
 
     def reset(self) -> None:
         """The operator resumed the panel: forget everything seen so far."""
-        self._now = _TurnState()
-        self._last_world = None
+        self._now = _Turn()
+        self._tests = {}
+        self._last_end = None
+        self._observed = {}
         self._stalled = 0
 
-    def observe_call(self, call: ToolCallRequest, *, row_id: int | None = None) -> SentinelVerdict:
-        """Judge a call before it runs. A halting verdict means: do not run it, end the turn."""
-        arguments = canonical_arguments(call.input)
-        evidence = CallEvidence(call.tool_use_id, call.name, arguments, row_id)
-        candidate = _Seen((call.name, arguments), self._now.epoch, evidence)
-        fired = self._repeat(candidate) or self._alternation(candidate) or self._failing(candidate)
+    # -- calls ----------------------------------------------------------------------------------
+
+    def observe_call(
+        self, call: ToolCallRequest, world: WorldState | None = None
+    ) -> SentinelVerdict:
+        """Judge a call before it runs, with the world as measured just before it (None: not
+        measured). A halting verdict means: do not run it, end the turn."""
+        arguments = call_key(call.name, call.input)
+        key = f"{call.name}\0{arguments}"
+        state = self._state(world)
+        self._now.calls += 1
+        if world is not None:
+            self._attribute(state)
+            self._now.since = []
+        self._now.since.append(key)
+        candidate = Seen(
+            key=key,
+            seq=self._now.calls,
+            state=state,
+            evidence=CallEvidence(call.tool_use_id, call.name, arguments),
+            effect=effect_of(call.name, call.input, self.settings.bookkeeping_tools),
+            tests=runs_tests(call.name, call.input),
+            measured=world is not None,
+        )
+        fired = self._judge(candidate)
         if fired is not None and not self.settings.shadow:
             return SentinelVerdict(halt=True, record=self._record(*fired))
         self._now.seen.append(candidate)
+        del self._now.seen[:-TURN_HISTORY]
         return SentinelVerdict(record=self._record(*fired)) if fired else PROCEED
 
-    def observe_result(
-        self, tool_use_id: str, *, is_error: bool, world_changed: bool | None = None
-    ) -> None:
-        for seen in self._now.seen:
-            if seen.evidence.tool_use_id == tool_use_id:
-                seen.failed = is_error
-                seen.evidence = replace(seen.evidence, failed=is_error)
-                if world_changed is None:
-                    world_changed = not is_error and seen.key[0] in self.settings.mutating_tools
-                break
-        if world_changed:
+    def observe_result(self, tool_use_id: str, *, is_error: bool, content: str = "") -> None:
+        """A call's result: its outcome, a test's outcome, an opaque command's success."""
+        seen = next((s for s in reversed(self._now.seen) if s.evidence.tool_use_id == tool_use_id),
+                    None)  # fmt: skip
+        if seen is None:
+            return
+        seen.failed = is_error
+        seen.outcome = outcome_digest(is_error, content)
+        seen.evidence = replace(seen.evidence, failed=is_error)
+        if seen.effect != "notes":
+            self._now.observed[(seen.key, seen.outcome)] = None
+        if seen.tests:
+            self._tests = {**self._tests, seen.key: seen.outcome}
+        if is_error:
+            return
+        if seen.effect == "change":
+            self._now.opaque = self._now.opaque | {seen.key}
+        elif (
+            not seen.measured
+            and seen.effect != "notes"
+            and seen.name in self.settings.mutating_tools
+        ):
             self._now.epoch += 1
+
+    def _state(self, world: WorldState | None) -> State:
+        """The state a call is judged in: the world measured before it, and what was learnt."""
+        if world is None:
+            return State(tests=self._tests, opaque=self._now.opaque, epoch=self._now.epoch)
+        files = dict(world.files_written)
+        if files == self._now.files:
+            files = self._now.files  # one mapping shared by every state until a file changes
+        self._now.files = files
+        return State(
+            files, world.git_tree, self._tests_with(world), self._now.opaque, self._now.epoch
+        )
+
+    def _tests_with(self, world: WorldState) -> dict[str, str]:
+        if not world.test_results:
+            return self._tests
+        return {**dict(world.test_results), **self._tests}
+
+    def _attribute(self, state: State) -> None:
+        """What changed since the last measurement was done by the calls made since (calls
+        made before a turn's first measurement count as someone else's)."""
+        before = self._now.measured
+        self._now.measured = state
+        if before is None:
+            return
+        by = frozenset(self._now.since)
+        for component in sorted(changed_components(before, state)):
+            self._now.changes.append((self._now.calls, component, by))
+        del self._now.changes[:-TURN_HISTORY]
+
+    def _judge(self, candidate: Seen) -> Fired | None:
+        settings = self.settings
+        seen = self._now.seen
+        log = self._now.changes
+        # Notes are invisible to the other calls' windows; a note's own repeats still count.
+        visible = seen if candidate.effect == "notes" else [s for s in seen if s.effect != "notes"]
+        return (
+            repeat(
+                visible,
+                candidate,
+                window=settings.window,
+                threshold=settings.repeat_threshold,
+                log=log,
+            )
+            or alternation(
+                visible,
+                candidate,
+                cycles=settings.alternation_cycles,
+                longest=settings.max_cycle_length,
+                log=log,
+            )
+            or failing(seen, candidate, threshold=settings.failure_threshold, log=log)
+        )
+
+    # -- turns ----------------------------------------------------------------------------------
 
     def end_turn(self, world: WorldState | None = None) -> SentinelVerdict:
         """Close the turn; judge progress when the owner measured the world."""
-        made_calls = bool(self._now.seen)
-        calls = tuple(s.evidence for s in self._now.seen)
-        record_turn = self._turn
-        self._now = _TurnState()
+        finished, record_turn = self._now, self._turn
+        self._now = _Turn()
         self._turn += 1
         limit = self.settings.no_progress_turns
         if world is None or limit == 0:
             return PROCEED
-        unchanged = self._last_world is not None and world == self._last_world
-        self._last_world = world
-        if not made_calls:
-            # A turn without tool calls (a conversation) neither stalls nor counts as progress.
-            self._stalled = 0 if not unchanged else self._stalled
+        end = State(dict(world.files_written), world.git_tree, self._tests_with(world))
+        changed = self._last_end is None or not same_state(end, self._last_end)
+        self._last_end = end
+        if changed:
+            self._stalled = 0
+            self._observed = dict(finished.observed)
             return PROCEED
-        self._stalled = self._stalled + 1 if unchanged else 0
+        if not finished.seen:
+            return PROCEED  # a conversation: neither stalls nor counts as progress
+        learnt = any(o not in self._observed for o in finished.observed)
+        self._observed.update(finished.observed)
+        while len(self._observed) > OBSERVED_CAPACITY:
+            del self._observed[next(iter(self._observed))]
+        if learnt:
+            self._stalled = 0
+            return PROCEED
+        self._stalled += 1
         if self._stalled < limit:
             return PROCEED
         message = (
-            f"{self._stalled} turns in a row made tool calls and changed nothing "
-            "(files, slots, test results, git tree)"
+            f"{self._stalled} turns in a row made tool calls, changed nothing (files, git tree, "
+            "test outcomes; notes do not count) and learnt nothing new (every call, with its "
+            "result, had been seen before)"
         )
+        calls = tuple(s.evidence for s in finished.seen[-EVIDENCE_CALLS:])
         record = replace(self._record("no_progress", message, calls), turn=record_turn)
         if self.settings.shadow:
             self._stalled = 0
@@ -175,47 +312,3 @@ class Sentinel:
             shadow=self.settings.shadow,
             calls=calls,
         )
-
-    def _same_epoch(self) -> list[_Seen]:
-        return [s for s in self._now.seen if s.epoch == self._now.epoch]
-
-    def _repeat(self, candidate: _Seen) -> tuple[str, str, tuple[CallEvidence, ...]] | None:
-        recent = self._now.seen[-(self.settings.window - 1) :]
-        same = [s for s in recent if s.key == candidate.key and s.epoch == candidate.epoch]
-        if len(same) + 1 < self.settings.repeat_threshold:
-            return None
-        message = (
-            f"{candidate.key[0]} called {len(same) + 1} times with the same arguments in the "
-            f"last {self.settings.window} calls, with nothing changed in between; "
-            "the last call was stopped before it ran"
-        )
-        return "repeat", message, (*(s.evidence for s in same), candidate.evidence)
-
-    def _alternation(self, candidate: _Seen) -> tuple[str, str, tuple[CallEvidence, ...]] | None:
-        length = 2 * self.settings.alternation_cycles
-        if length == 0:
-            return None
-        run = [*self._same_epoch()[-(length - 1) :], candidate]
-        if len(run) < length or run[0].key == run[1].key:
-            return None
-        if any(s.key != run[i % 2].key for i, s in enumerate(run)):
-            return None
-        names = f"{run[0].key[0]} / {run[1].key[0]}"
-        message = (
-            f"two calls ({names}) alternated {self.settings.alternation_cycles} times with "
-            "nothing changed in between; the last call was stopped before it ran"
-        )
-        return "alternation", message, tuple(s.evidence for s in run)
-
-    def _failing(self, candidate: _Seen) -> tuple[str, str, tuple[CallEvidence, ...]] | None:
-        threshold = self.settings.failure_threshold
-        if threshold == 0:
-            return None
-        failed = [s for s in self._same_epoch() if s.key == candidate.key and s.failed]
-        if len(failed) + 1 < threshold:
-            return None
-        message = (
-            f"{candidate.key[0]} already failed {len(failed)} times with the same arguments "
-            "and nothing changed since; the next attempt was stopped before it ran"
-        )
-        return "failing", message, (*(s.evidence for s in failed), candidate.evidence)

@@ -22,19 +22,51 @@ DEFAULT_MUTATING_TOOLS = (
     "mcp__mnemara__upsert_slot",
 )
 
+# The panel's own bookkeeping: notes, slots, the todo list, window care. What they change is
+# never progress, and they are invisible to the other calls' repeat and alternation windows.
+DEFAULT_BOOKKEEPING_TOOLS = (
+    "mcp__mnemara__write_memory",
+    "mcp__mnemara__upsert_slot",
+    "mcp__mnemara__log_choice",
+    "mcp__mnemara__propose_role_amendment",
+    "mcp__mnemara__pin_row",
+    "mcp__mnemara__mark_segment",
+    "mcp__mnemara__tune_window",
+    "mcp__mnemara__list_window",
+    "mcp__mnemara__inspect_context",
+    "mcp__mnemara__evict_thinking_blocks",
+    "mcp__mnemara__evict_tool_use_blocks",
+    "mcp__mnemara__evict_write_pairs",
+    "mcp__mnemara__evict_last",
+    "mcp__mnemara__evict_ids",
+    "mcp__mnemara__evict_since",
+    "mcp__mnemara__evict_older_than",
+    "TodoWrite",
+)
+
 
 class SentinelSettings(BaseModel):
-    """Thresholds of the runtime sentinel (see runtime/guard/sentinel.py)."""
+    """Thresholds of the runtime sentinel (the rules are in runtime/guard/sentinel.py).
+
+    The defaults are set so that no session of the labelled corpus (tests/sentinel/corpus)
+    that is legitimate is halted, and every polling loop is stopped before its third call:
+    a call repeated 3 times within 8 calls (notes aside) with nothing changed, a cycle of
+    2 to 6 calls run twice, the same failure 3 times, or 5 turns in a row that change and
+    learn nothing.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    window: int = Field(default=5, ge=2, le=100)
+    window: int = Field(default=8, ge=2, le=100)
     repeat_threshold: int = Field(default=3, ge=2, le=100)
     alternation_cycles: int = Field(default=2, ge=0, le=50)  # 2 = A/B/A/B; 0 turns it off
+    max_cycle_length: int = Field(default=6, ge=2, le=20)  # the longest cycle looked for
     failure_threshold: int = Field(default=3, ge=0, le=100)  # 0 turns it off
     no_progress_turns: int = Field(default=5, ge=0, le=1_000)  # 0 turns it off
     shadow: bool = False
+    # Without a measured world (no probe), a success of one of these counts as a change.
     mutating_tools: tuple[str, ...] = DEFAULT_MUTATING_TOOLS
+    bookkeeping_tools: tuple[str, ...] = DEFAULT_BOOKKEEPING_TOOLS
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -13,7 +13,7 @@ no network and no key. Usage is computed from the request bytes with the prompt-
 Modules: replies (what the model says), matching (which reply answers), script (the TOML
 format), layout (a prompt in cache order, token counting, divergence), cache (accounting),
 pricing, sse (wire shapes), model (the service logic), records (the request log), server
-(HTTP).
+(HTTP), env (the environment of a CLI that talks to it and to nothing else).
 """
 
 from runtime.rehearsal.cache import (

@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from panels.cli.rehearse import rehearsal_env
 from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
+from runtime.rehearsal.env import rehearsal_env
 from runtime.rows import text_of
 from runtime.store import TurnStore
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from panels.host import Host, RestartPolicy
-from panels.hostdb import Event
+from panels.hostdb import HostEvent, Logged
 from panels.team import TeamSpec, parse_team
 from runtime.driver import AgentDriver, Done, DriverEvent, TextDelta, TurnRequest, Usage
 from runtime.scripted import ScriptedDriver
@@ -39,17 +39,18 @@ def panels(*names: str, **kinds: str) -> str:
 
 @dataclass
 class Events:
-    """Every event the host writes, and a way to wait for one without polling."""
+    """Every event the host writes (typed, from the catalogue), and a way to wait for one
+    without polling."""
 
-    seen: list[Event] = field(default_factory=list)
+    seen: list[HostEvent] = field(default_factory=list)
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
-    def __call__(self, event: Event) -> None:
-        self.seen.append(event)
+    def __call__(self, logged: Logged) -> None:
+        self.seen.append(logged.event)
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
-    def of(self, kind: str, panel: str | None = None) -> list[Event]:
+    def of(self, kind: str, panel: str | None = None) -> list[Any]:
         return [e for e in self.seen if e.kind == kind and (panel is None or e.panel == panel)]
 
     async def wait(
@@ -58,9 +59,9 @@ class Events:
         panel: str | None = None,
         *,
         count: int = 1,
-        where: Callable[[Event], bool] = lambda e: True,
+        where: Callable[[Any], bool] = lambda e: True,
         within: float = 10.0,
-    ) -> list[Event]:
+    ) -> list[Any]:
         with anyio.fail_after(within):
             while True:
                 changed = self._changed

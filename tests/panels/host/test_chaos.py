@@ -9,8 +9,10 @@ import anyio
 import pytest
 
 from panels.host.delivery import OPERATOR, operator_route
+from panels.hostdb.verbs import Input
 from runtime.driver import ErrorEvent, TextDelta
 from runtime.rows import NewRow
+from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
 from tests.panels.host.conftest import BlockingDriver, make_team, panels, reply
 
@@ -37,11 +39,11 @@ async def test_a_turn_that_dies_is_redelivered_to_the_next_life_and_applied_once
         ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "job"})
         await events.wait("turn_ended", "a", count=2)
         assert await leased(host) == 0
-    assert [e.data["outcome"] for e in events.of("turn_ended", "a")] == ["failed", "done"]
-    assert [e.data["epoch"] for e in events.of("panel_started", "a")] == [1, 2]
-    assert [e.data["ids"] for e in events.of("delivery", "a")] == [[ident], [ident]]
+    assert [e.outcome for e in events.of("turn_ended", "a")] == ["failed", "done"]
+    assert [e.epoch for e in events.of("panel_started", "a")] == [1, 2]
+    assert [e.ids for e in events.of("delivery", "a")] == [(ident,), (ident,)]
     # The second life sees the message as addressed to its previous epoch, and says so.
-    assert events.of("stale_delivery", "a")[0].data["ids"] == [ident]
+    assert [e.stale_ids for e in events.of("delivery", "a")] == [(), (ident,)]
     assert "stale_epoch=true" in str(drv["a"].requests[1].blocks[-1]["text"])
     with store_of(team, "a") as store:
         rows = store.rows()
@@ -56,7 +58,7 @@ async def test_a_message_stored_but_not_acked_is_acked_without_a_second_turn(
     # not know. The next host must ack it and run no turn on it.
     team = make_team(tmp_path, panels("a", "b"))
     async with start_host(team, {"a": [], "b": []}) as (host, events, _):
-        host.services.panels["a"].pause()
+        host.panels["a"].pause()
         ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "done once"})
     with store_of(team, "a") as store:
         row = store.begin_turn(
@@ -82,11 +84,11 @@ async def test_a_panel_that_fails_every_turn_is_given_up_while_the_others_go_on(
         for i in range(3):
             await bus.submit(OPERATOR, operator_route("good"), {"text": f"work {i}"})
             await events.wait("turn_ended", "good", count=i + 1)
-        assert host.services.panels["bad"].state == "failed"
-        assert host.services.panels["good"].state == "idle"
-    assert "failed 4 times" in given_up.data["reason"]
+        assert host.panels["bad"].state == "failed"
+        assert host.panels["good"].state == "idle"
+    assert "failed 4 times" in given_up.reason
     assert len(events.of("panel_failed", "bad")) == 4
-    assert [e.data["outcome"] for e in events.of("turn_ended", "good")] == ["done"] * 3
+    assert [e.outcome for e in events.of("turn_ended", "good")] == ["done"] * 3
 
 
 async def test_shutdown_releases_the_turn_in_flight_and_leaves_nothing_claimed(
@@ -100,9 +102,10 @@ async def test_shutdown_releases_the_turn_in_flight_and_leaves_nothing_claimed(
         host.request_stop()
         await host.stopped()
     (ended,) = events.of("turn_ended", "a")
-    assert ended.data["outcome"] == "stopped"
+    assert ended.outcome == "stopped"
     # The stopped turn was stored (marked), so its message counts as consumed and was acked.
-    assert events.of("settled", "a")[0].data == {"acked": [ident], "released": []}
+    (settled,) = events.of("settled", "a")
+    assert (settled.acked, settled.released) == ((ident,), ())
     from peerbus import open_bus
 
     async with open_bus(team.bus_path) as bus:
@@ -123,7 +126,7 @@ async def test_shutdown_lets_a_turn_finish_within_the_grace_period(
         blocking.release.set()
         with anyio.fail_after(10):
             await host.stopped()
-    assert events.of("turn_ended", "a")[0].data["outcome"] == "done"
+    assert events.of("turn_ended", "a")[0].outcome == "done"
 
 
 @pytest.mark.slow
@@ -166,9 +169,58 @@ async def test_a_host_killed_mid_turn_loses_no_message(
     async with start_host(team, {"a": [reply("now")], "b": []}) as (host, events, drivers):
         await events.wait("turn_ended", "a")
         assert await leased(host) == 0
-    assert events.of("delivery", "a")[0].data["ids"] == [ident]
+    assert events.of("delivery", "a")[0].ids == (ident,)
     assert "survive me" in str(drivers["a"].requests[0].blocks[-1]["text"])
     with store_of(team, "a") as store:
         assert store.consumed_ids() == {ident}
         statuses = [r.status for r in store.rows() if r.role == "user"]
     assert statuses == ["interrupted", "complete"]  # the killed turn is kept, marked
+
+
+@pytest.mark.slow
+async def test_delete_and_clear_refuse_a_leased_instance_and_the_next_turn_commits(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    """The defect: `delete --force` removed the directory of an instance a running host used,
+    and its next turn was lost. Now the host leases it: the commands refuse, naming it."""
+    import os
+    import subprocess
+    import sys
+
+    team = make_team(tmp_path, panels("a"), name="crew")
+    home = team.state_dir.parents[1]
+    env = {**os.environ, "MNEMARA_HOME": str(home), "PYTHONPATH": str(ROOT)}
+
+    def mnemara(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "panels.cli.main", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+
+    async with start_host(team, {"a": [reply("still here")]}) as (host, events, _):
+        for args in (("delete", "-i", "a", "--force"), ("clear", "-i", "a", "--all")):
+            refused = await anyio.to_thread.run_sync(lambda args=args: mnemara(*args))
+            assert refused.returncode == 4, refused.stderr
+            assert "in use by the host of team 'crew'" in refused.stderr
+            assert f"pid {os.getpid()}" in refused.stderr
+        await host.dispatch(Input(panel="a", text="after the refusals"))
+        (stored,) = await events.wait("turn_committed", "a")
+    with store_of(team, "a") as store:
+        assert [r.id for r in store.rows()] == [stored.user_row, *stored.rows]
+    assert (home / "a" / "config.json").is_file()
+
+
+async def test_a_second_host_on_a_leased_instance_refuses_to_start(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    from panels.host import Host
+    from runtime.lease import InstanceLeasedError
+
+    team = make_team(tmp_path, panels("a"), name="first")
+    other = make_team(tmp_path, panels("a"), name="second")
+    async with start_host(team, {"a": []}):
+        second = Host(
+            other, drivers=lambda spec: ScriptedDriver([]), home=team.state_dir.parents[1]
+        )
+        with pytest.raises(InstanceLeasedError, match="in use by the host of team 'first'"):
+            await second.serve()
+    assert not other.hostdb_path.exists()  # nothing of the second host was started

@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from panels.cli.host import host_commands
 from panels.hostdb import (
-    NewEvent,
     PanelRow,
     append_events,
     connect,
     pending_commands,
     upsert_panels,
 )
+from panels.hostdb.catalogue import HostStarted, Said
 from tests.panels.host.conftest import make_team, panels, reply
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,7 +48,8 @@ def stopped_team(mnemara_home: Path) -> Path:
     upsert_panels(conn, [PanelRow("eng", "worker", "idle", turns=2, usd=0.25)])
     hostile = "hello \x1b[31mred"
     append_events(
-        conn, [NewEvent("host_started", ts=1.0), NewEvent("text", "eng", {"text": hostile})]
+        conn,
+        [(1.0, HostStarted(team="crew", bus="b", pid=1)), (1.1, Said(panel="eng", text=hostile))],
     )
     conn.close()
     return state
@@ -84,11 +85,11 @@ async def test_halt_and_send_reach_a_running_host(
     async with start_host(team, {"eng": [reply("got it")]}) as (host, events, drivers):
         team.pid_path.write_text(f"{os.getpid()}\n")  # as `up` would
         sent = await anyio.to_thread.run_sync(invoke, "send", "--team", "live", "--to", "eng", "hi")
-        assert "sent to eng" in sent.output
+        assert "input: queued as message" in sent.output
         await events.wait("turn_ended", "eng")
         halted = await anyio.to_thread.run_sync(invoke, "halt", "--team", "live", "-p", "eng")
-        assert halted.exit_code == 0 and "halt: halted" in halted.output
-        assert host.services.panels["eng"].state == "halted"
+        assert halted.exit_code == 0 and "halt: eng is halted" in halted.output
+        assert host.panels["eng"].state == "halted"
     assert drivers["eng"].requests[0].blocks[-1]["text"] == "hi"
 
 

@@ -47,11 +47,11 @@ async def test_a_message_goes_round_and_every_id_is_stored_then_acked(
     assert "<<<payload" in engineer_input  # peer text is fenced as data
     assert 'from="engineer"' in last_text(drivers["producer"].requests[1])
     sends = events.of("send")
-    assert [(e.panel, e.data["to"], e.data["terminal"]) for e in sends] == [
+    assert [(e.panel, e.to, e.terminal) for e in sends] == [
         ("producer", "engineer", True), ("engineer", "producer", False)]  # fmt: skip
     with TurnStore.open(team.state_dir.parents[1] / "engineer" / "turns.sqlite") as store:
-        assert store.consumed_ids() == {sends[0].data["id"]}
-    assert [e.data["acked"] for e in events.of("settled", "producer")] == [[1], [3]]
+        assert store.consumed_ids() == {sends[0].id}
+    assert [e.acked for e in events.of("settled", "producer")] == [(1,), (3,)]
 
 
 async def test_operator_input_goes_first_and_passes_a_closed_inbox(
@@ -60,7 +60,7 @@ async def test_operator_input_goes_first_and_passes_a_closed_inbox(
     team = make_team(tmp_path, panels("a", "b"))
     scripts = {"a": [reply("one"), reply("two")], "b": []}
     async with start_host(team, scripts) as (host, events, drivers):
-        runner = host.services.panels["a"]
+        runner = host.panels["a"]
         runner.set_inbox(False)
         bus = host.services.bus
         peer = await bus.submit("b", "a", {"type": "message", "text": "from b"})
@@ -82,7 +82,7 @@ async def test_operator_text_leads_a_turn_that_also_carries_peer_messages(
         bus = host.services.bus
         await bus.submit("b", "a", {"type": "message", "text": "peer first in time"})
         await bus.submit(OPERATOR, operator_route("a"), {"text": "operator later"})
-        host.services.panels["a"].resume()
+        await host.panels["a"].resume(by="operator")
         await events.wait("turn_ended", "a")
     text = last_text(drivers["a"].requests[0])
     assert text.startswith("operator later") and "peer first in time" in text
@@ -97,9 +97,9 @@ async def test_batch_off_gives_one_message_per_turn(
     async with start_host(team, scripts) as (host, events, _):
         for i in range(3):
             await host.services.bus.submit("b", "a", {"type": "message", "text": f"m{i}"})
-        host.services.panels["a"].resume()
+        await host.panels["a"].resume(by="operator")
         deliveries = await events.wait("delivery", "a", count=3)
-    assert [len(e.data["ids"]) for e in deliveries] == [1, 1, 1]
+    assert [len(e.ids) for e in deliveries] == [1, 1, 1]
 
 
 async def test_a_terminal_send_ends_the_turn_for_tools(
@@ -114,7 +114,7 @@ async def test_a_terminal_send_ends_the_turn_for_tools(
     async with start_host(team, {"a": [turn], "b": [reply()]}) as (host, events, _):
         await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "go"})
         results = await events.wait("tool_result", "a", count=2)
-    assert results[1].data["error"] and "terminal send" in results[1].data["content"]
+    assert results[1].error and "terminal send" in results[1].content
     assert len(events.of("send", "a")) == 1
 
 
@@ -136,12 +136,12 @@ async def test_ack_message_answers_once_and_never_acks_an_ack(
         ids["first"] = await bus.submit("b", "a", {"type": "message", "text": "hello"})
         # Protocol noise is settled by the bus without a turn, so it is never "delivered".
         ids["noise"] = await bus.submit("b", "a", {"type": "ack", "ack_of": 0})
-        host.services.panels["a"].resume()
+        await host.panels["a"].resume(by="operator")
         first = ids["first"]
         results = await events.wait("tool_result", "a", count=3)
-        assert not results[0].data["error"]
-        assert results[1].data["error"] and "not delivered" in results[1].data["content"]
-        assert results[2].data["error"]
+        assert not results[0].error
+        assert results[1].error and "not delivered" in results[1].content
+        assert results[2].error
         inbox_b = await bus.inbox("b")
     assert [p.payload_json for p in inbox_b] == [f'{{"type":"ack","ack_of":{first}}}']
 
@@ -155,8 +155,8 @@ async def test_list_inbox_shows_what_waits(
         return reply("x", ToolCall("c1", "mcp__mnemara__list_inbox", {}))
 
     async with start_host(team, {"a": [look], "b": []}) as (host, events, _):
-        host.services.panels["a"].set_inbox(False)
+        host.panels["a"].set_inbox(False)
         await host.services.bus.submit("b", "a", {"type": "message", "text": "waiting one"})
         await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "look"})
         (result,) = await events.wait("tool_result", "a")
-    assert "1 waiting" in result.data["content"] and "waiting one" in result.data["content"]
+    assert "1 waiting" in result.content and "waiting one" in result.content

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +104,73 @@ async def test_a_cli_killed_mid_turn_is_restarted_and_its_message_processed_once
             os.kill(pid, signal.SIGKILL)
         ended = await events.wait("turn_ended", "worker", count=2, within=60)
         host.request_stop()
-    assert [e.data["outcome"] for e in ended] == ["failed", "done"]
+    assert [e.outcome for e in ended] == ["failed", "done"]
     assert events.of("panel_failed", "worker")
     with TurnStore.open(tmp_path / "mnemara-home" / "worker" / "turns.sqlite") as store:
         assert store.consumed_ids() == {ident}
         users = [r.status for r in store.rows() if r.role == "user"]
     assert users == ["interrupted", "complete"]
-    said: Any = [e.data["text"] for e in events.of("text", "worker")]
+    said: Any = [e.text for e in events.of("text", "worker")]
     assert said == ["Did the job."]
+
+
+ASKING_SCRIPT = """
+[panels.worker]
+fallback_text = "Understood."
+
+[[panels.worker.replies]]
+when = { user_text_contains = "make the file" }
+content = [{ tool_use = "Bash", input = { command = "touch made-by-agent.txt" } }]
+
+[[panels.worker.replies]]
+when = { tool_result_contains = "" }
+text = "The call was refused."
+"""
+
+
+async def test_approve_answer_no_leaves_the_command_unrun(tmp_path: Path) -> None:
+    """The defect: `mnemara approve --answer no` (or any word) approved the call. Through the
+    real commands: the bundled CLI asks, `mnemara approve --answer no` answers, the Bash call
+    never runs and the model reads the refusal."""
+    (tmp_path / "script.toml").write_text(ASKING_SCRIPT)
+    work = tmp_path / "work"
+    work.mkdir()
+    team = parse_team(
+        '[team]\nname = "ask"\nrehearsal = "script.toml"\nworkdir = "work"\n'
+        '[[panels]]\nname = "worker"\n[[panels.policy]]\ntool = "Bash"\nmode = "ask"\n',
+        source=tmp_path / "team.toml",
+        home=tmp_path / "mnemara-home",
+    )
+    env = {**os.environ, "MNEMARA_HOME": str(tmp_path / "mnemara-home")}
+
+    def mnemara(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "panels.cli.main", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+
+    events = Events()
+    host = Host(team, home=tmp_path / "mnemara-home", listeners=[events], log_interval=0.01)
+    async with anyio.create_task_group() as tg:
+        await tg.start(host.serve)
+        team.pid_path.write_text(f"{os.getpid()}\n")  # as `up` would: the CLI sees a host
+        sent = await anyio.to_thread.run_sync(
+            mnemara, "send", "-t", "ask", "-p", "worker", "make the file"
+        )
+        assert sent.returncode == 0, sent.stderr
+        (asked,) = await events.wait("approval_request", "worker", within=60)
+        wrong = await anyio.to_thread.run_sync(
+            mnemara, "approve", "-t", "ask", "-p", "worker", "--answer", "nope"
+        )
+        assert wrong.returncode == 2 and "answer" in wrong.stderr  # refused, not defaulted
+        assert host.services.approvals.pending("worker") == [asked.request]
+        no = await anyio.to_thread.run_sync(
+            mnemara, "approve", "-t", "ask", "-p", "worker", "--answer", "no"
+        )
+        assert no.returncode == 0, no.stderr
+        (answered,) = await events.wait("approval_answer", "worker")
+        await events.wait("turn_ended", "worker", within=60)
+        host.request_stop()
+    assert answered.answer == "no"
+    assert not (work / "made-by-agent.txt").exists()
+    (result,) = events.of("tool_result", "worker")
+    assert result.error and "not approved" in result.content

@@ -1,4 +1,5 @@
-"""host.sqlite: event ids only grow (pruning, restarts), commands round-trip, change detection."""
+"""host.sqlite: event ids only grow (pruning, restarts), typed events and verbs round-trip,
+rows this version cannot read are refused or shown as unknown, change detection."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from panels.hostdb import (
     SCHEMA_VERSION,
     HostDbError,
-    NewEvent,
     PanelRow,
+    UnknownEvent,
     append_events,
     connect,
     finish_command,
@@ -28,30 +29,34 @@ from panels.hostdb import (
     submit_command,
     upsert_panels,
 )
+from panels.hostdb.catalogue import Halted, HostStarted, StateChanged
+from panels.hostdb.verbs import Input, Pause, Shutdown
 
 
 def test_events_get_growing_ids_that_survive_pruning_and_reopening(tmp_path: Path) -> None:
     path = tmp_path / "host.sqlite"
     conn = connect(path)
-    ids = append_events(conn, [NewEvent("state", "a", {"state": "idle"}, ts=1.0)] * 10)
+    idle = StateChanged(panel="a", state="idle", detail="")
+    ids = append_events(conn, [(1.0, idle)] * 10)
     assert ids == list(range(1, 11))
     assert prune_events(conn, keep=3) == 7
     assert [e.id for e in read_events(conn)] == [8, 9, 10]
     conn.close()
     conn = connect(path)
-    assert append_events(conn, [NewEvent("halt", "b", {"rule": "repeat"})]) == [11]
+    halt = Halted(panel="b", by="sentinel", source="sentinel", rule="repeat", message="m", turn=1)
+    assert append_events(conn, [(2.0, halt)]) == [11]
     assert last_event_id(conn) == 11
-    assert [e.kind for e in read_events(conn, after=9)] == ["state", "halt"]
+    assert [e.event.kind for e in read_events(conn, after=9)] == ["state", "halt"]
     assert [e.id for e in read_events(conn, panel="b")] == [11]
     assert [e.id for e in read_events(conn, kinds=["halt"])] == [11]
     assert [e.id for e in last_events(conn, count=2)] == [10, 11]
-    assert read_events(conn, after=10)[0].data == {"rule": "repeat"}
+    assert read_events(conn, after=10)[0].event == halt
 
 
 def test_commands_queue_until_finished_and_prune_keeps_pending(tmp_path: Path) -> None:
     conn = connect(tmp_path / "host.sqlite")
-    first = submit_command(conn, "input", panel="a", args={"text": "hi"})
-    second = submit_command(conn, "pause", panel="b")
+    first = submit_command(conn, Input(panel="a", text="hi"))
+    second = submit_command(conn, Pause(panel="b"))
     assert [c.id for c in pending_commands(conn)] == [first, second]
     finish_command(conn, first, ok=True, outcome="queued as message 1")
     command = get_command(conn, first)
@@ -59,8 +64,45 @@ def test_commands_queue_until_finished_and_prune_keeps_pending(tmp_path: Path) -
     assert [c.id for c in pending_commands(conn)] == [second]
     assert prune_commands(conn, keep=0) == 1
     assert [c.id for c in pending_commands(conn)] == [second]
-    with pytest.raises(ValueError, match="unknown command"):
-        submit_command(conn, "explode")
+    (pending,) = pending_commands(conn)
+    assert (pending.verb, pending.panel, pending.args, pending.by) == (
+        "pause", "b", {"reason": ""}, "operator"
+    )  # fmt: skip
+
+
+def test_rows_this_version_cannot_read_come_back_as_unknown(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "host.sqlite")
+    rows = [
+        ("future_kind", "{}"),  # a kind from a newer version
+        ("halt", '{"v": 99, "rule": "x"}'),  # a newer schema of a known kind
+        ("halt", '{"rule": 3}'),  # a field of the wrong type (and others missing)
+        ("state", "not json"),
+    ]
+    for kind, data in rows:
+        conn.execute(
+            "INSERT INTO events (ts, panel, kind, data) VALUES (1, 'a', ?, ?)", (kind, data)
+        )
+    read = [e.event for e in read_events(conn)]
+    assert all(isinstance(e, UnknownEvent) for e in read)
+    assert [e.stored_kind for e in read if isinstance(e, UnknownEvent)] == [k for k, _ in rows]
+
+
+def test_a_schema_1_database_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "host.sqlite"
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "CREATE TABLE commands (id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, panel "
+        "TEXT, verb TEXT NOT NULL, args TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL "
+        "DEFAULT 'pending', outcome TEXT, done_ts REAL)"
+    )
+    raw.execute("INSERT INTO commands (ts, panel, verb, args) VALUES (1, 'a', 'pause', '{}')")
+    raw.execute("PRAGMA user_version = 1")
+    raw.commit()
+    raw.close()
+    conn = connect(path)
+    (old,) = pending_commands(conn)
+    assert (old.verb, old.by) == ("pause", "operator")
+    assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION
 
 
 def test_panel_rows_are_rewritten_in_place(tmp_path: Path) -> None:
@@ -89,12 +131,13 @@ async def test_the_async_wrapper_notices_another_connections_command(
 ) -> None:
     path = tmp_path / "host.sqlite"
     async with open_hostdb(path) as db:
-        assert not await db.wait_for_change(0.05, poll=0.01)
-        await db.append([NewEvent("host_started")])
-        assert not await db.wait_for_change(0.05, poll=0.01)  # our own write is not a change
+        since = await db.generation()
+        assert not await db.wait_for_change(0.05, since=since)  # nothing happened
+        await db.append([(1.0, HostStarted(team="t", bus="b", pid=1))])
+        since = await db.generation()
         viewer = connect(path)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: anyio.to_thread.run_sync(submit_command, viewer, "shutdown"))
-            assert await db.wait_for_change(5.0, poll=0.01)
+            tg.start_soon(lambda: anyio.to_thread.run_sync(submit_command, viewer, Shutdown()))
+            assert await db.wait_for_change(5.0, since=since)
         assert [c.verb for c in await db.pending_commands()] == ["shutdown"]
         viewer.close()

@@ -8,7 +8,7 @@ from panels.host.coalesce import Coalescer
 from panels.host.delivery import PEER_ONLY_INSTRUCTION, claim_limits, compose_turn
 from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
 from panels.host.states import PanelState, next_state
-from panels.hostdb import NewEvent
+from panels.hostdb.catalogue import Said, ToolCalled
 from panels.team import BatchSettings
 from panels.watchdog import (
     Activity,
@@ -68,16 +68,14 @@ def test_stream_signals_move_the_state_but_not_out_of_a_stop() -> None:
 def test_text_deltas_coalesce_and_keep_order_with_other_events() -> None:
     c = Coalescer(max_chars=10, max_age=1.0)
     assert c.text("a", "hel", 0.0) == [] and c.text("a", "lo ", 0.1) == []
-    out = c.event(NewEvent("tool_call", "a", {"tool": "Bash"}, ts=0.2))
-    assert [(e.kind, e.data) for e in out] == [
-        ("text", {"text": "hello "}),
-        ("tool_call", {"tool": "Bash"}),
-    ]
-    assert c.text("b", "0123456789", 0.3)[0].data == {"text": "0123456789"}  # full: flushed now
+    call = ToolCalled(panel="a", id="t1", tool="Bash", input="ls")
+    out = c.event(0.2, call)
+    assert out == [(0.2, Said(panel="a", text="hello ")), (0.2, call)]
+    assert c.text("b", "0123456789", 0.3)[0][1] == Said(panel="b", text="0123456789")  # full
     c.text("a", "x", 1.0)
-    assert c.due(1.5) == [] and [e.data for e in c.due(2.0)] == [{"text": "x"}]
+    assert c.due(1.5) == [] and [e for _, e in c.due(2.0)] == [Said(panel="a", text="x")]
     c.text("a", "y", 3.0)
-    assert [e.data for e in c.drain(3.0)] == [{"text": "y"}]
+    assert [e for _, e in c.drain(3.0)] == [Said(panel="a", text="y")]
 
 
 def msg(ident: int, sender: str, text: str = "x", *, stale: bool = False) -> Message:

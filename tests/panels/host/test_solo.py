@@ -76,10 +76,87 @@ async def test_the_solo_face_sends_operator_input_and_quits(
     make_instance(mnemara_home, "me")
     driver = ScriptedDriver([reply("hi there")])
     out = await drive_repl(["/inbox off", "hello", "/quit"], driver, tmp_path, instance="me")
-    assert "inbox off" in out and "assistant: hi there" in out
+    assert "inbox delivery is off" in out and "assistant: hi there" in out
     assert driver.requests[0].blocks[-1]["text"] == "hello"
     bus = sqlite3.connect(solo_team("me").bus_path)  # /quit left nothing claimed
     leased = bus.execute("SELECT count(*) FROM peerbus_receipts WHERE state = 'leased'")
     assert leased.fetchone()[0] == 0
     assert bus.execute("SELECT count(*) FROM peerbus_receipts WHERE state = 'done'").fetchone()[0]
     bus.close()
+
+
+def test_a_solo_host_and_a_team_of_the_same_name_never_share_a_folder(
+    mnemara_home: Path, tmp_path: Path
+) -> None:
+    """The defect: `init -i solo` + `run -i solo` started a second host in the `_teams/solo`
+    folder of a running team named solo. A solo host's files are in its instance now."""
+    from panels.team import parse_team
+
+    make_instance(mnemara_home, "solo")
+    team = parse_team('[team]\nname = "solo"\n[[panels]]\nname = "x"\n',
+                      source=tmp_path / "team.toml", home=mnemara_home)  # fmt: skip
+    solo = solo_team("solo", home=mnemara_home)
+    assert solo.state_dir == mnemara_home / "solo" / "host"
+    assert team.state_dir == mnemara_home / "_teams" / "solo"
+    assert not {solo.hostdb_path, solo.bus_path, solo.pid_path} & {
+        team.hostdb_path,
+        team.bus_path,
+        team.pid_path,
+    }
+
+
+async def test_a_second_run_of_an_instance_refuses_and_names_the_first(
+    anyio_backend: str, tmp_path: Path, mnemara_home: Path
+) -> None:
+    from panels.host import Host
+    from runtime.lease import InstanceLeasedError
+
+    make_instance(mnemara_home, "me")
+    first = Host(solo_team("me"), drivers=lambda spec: ScriptedDriver([]),
+                 holder="`mnemara run` of instance 'me'")  # fmt: skip
+    async with anyio.create_task_group() as tg:
+        await tg.start(first.serve)
+        with pytest.raises(InstanceLeasedError, match="in use by `mnemara run` of instance 'me'"):
+            await run_face(solo_team("me", cwd=tmp_path), Terminal(read_line=lambda: ""),
+                           drivers=lambda spec: ScriptedDriver([]))  # fmt: skip
+        first.request_stop()
+
+
+async def test_down_from_another_process_ends_the_solo_face(
+    anyio_backend: str, tmp_path: Path, mnemara_home: Path
+) -> None:
+    """A solo host writes its pid file like any host, so `mnemara down -t NAME` finds it;
+    its shutdown verb stops the host, and the face leaves with it."""
+    import threading
+
+    from panels.host.process import pid_alive, read_pid
+    from panels.hostdb import connect, submit_command
+    from panels.hostdb.verbs import Shutdown
+
+    make_instance(mnemara_home, "me")
+    team = solo_team("me", cwd=tmp_path)
+    never = threading.Event()
+    screen = Screen()
+
+    def read_line() -> str:
+        never.wait(30)  # the operator types nothing
+        return ""
+
+    async def shut_down() -> None:
+        await anyio.to_thread.run_sync(screen.wait_for, "/help lists commands")
+        pid = read_pid(team.pid_path)
+        assert pid is not None and pid_alive(pid)
+        viewer = connect(team.hostdb_path)
+        submit_command(viewer, Shutdown())
+        viewer.close()
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(shut_down)
+                await run_face(team, Terminal(out=screen, read_line=read_line),
+                               drivers=lambda spec: ScriptedDriver([]))  # fmt: skip
+    finally:
+        never.set()
+    assert "(the host was stopped: leaving)" in screen.getvalue()
+    assert not team.pid_path.exists()

@@ -53,7 +53,8 @@ async def test_turn_streams_and_slash_commands_work(
     assert "assistant: Hello there" in out
     assert driver.requests[1].model == "claude-sonnet-4-6"  # /swap reached the running panel
     assert "#2     assistant 4 tok" in out  # exact count from reported usage, no ~
-    assert "model: claude-sonnet-4-6" in out and "max_window_tokens = 500000" in out
+    assert "model is claude-sonnet-4-6 from the next turn (saved to its config)" in out
+    assert "max_window_tokens is 500000" in out
     config = InstanceConfig.model_validate_json(instance.config.read_text())
     assert config.model == "claude-sonnet-4-6" and config.max_window_tokens == 500_000
     assert "keep this" in next(instance.memory.glob("*.md")).read_text()
@@ -130,7 +131,7 @@ def test_run_without_credentials_says_how_to_provide_them(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "ANTHROPIC_API_KEY" in done.stdout and "claude login" in done.stdout
+    assert "ANTHROPIC_API_KEY" in done.stdout and "mnemara claude auth login" in done.stdout
     assert "ANTHROPIC_BASE_URL" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert "user      interrupted" in done.stdout  # the unanswered input is kept and marked
@@ -211,7 +212,7 @@ async def test_stop_ends_the_turn_in_flight_and_lines_typed_meanwhile_wait(
         ["go", "@working@/show", "/help", "/stop", "again", "/quit"], driver, tmp_path
     )
     assert "assistant: working" in out and "[stopped]" in out
-    assert "/inbox on|off" in out.split("[stopped]")[0]  # /help answered at once
+    assert "/inbox [on|off]" in out.split("[stopped]")[0]  # /help answered at once
     assert "(queued until the turn ends" in out.split("[stopped]")[0]  # /show waited
     assert "turn stopped before it finished" in out.split("[stopped]")[1]  # ... and shows the row
     assert "assistant: second turn" in out
@@ -230,7 +231,62 @@ async def test_halt_refuses_input_until_resume(instance: InstancePaths, tmp_path
 
 
 def test_the_question_shows_what_always_would_allow() -> None:
-    request = {"tool": "Bash", "target": "rm x\\x1b", "reason": "asks"}
-    text = question_text({**request, "always_offered": True, "remember": ["rm x"]})
+    from panels.hostdb.catalogue import ApprovalAsked
+
+    request = ApprovalAsked(panel="p", request=1, tool="Bash", target="rm x\\x1b", reason="asks",
+                            always_offered=True, remember=("rm x",), timeout=10.0)  # fmt: skip
+    text = question_text(request)
     assert "Bash wants to run:\n  rm x\\x1b" in text
     assert "always would allow exactly:\n  rm x" in text and "[a]lways" in text
+
+
+@pytest.mark.anyio
+async def test_solo_mode_honours_the_instance_sentinel_settings(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    """The defect: in solo mode a default host sentinel overrode the instance's switch,
+    thresholds and shadow mode. Shadow mode here: the loop is recorded, nothing is stopped."""
+    from runtime.guard.settings import LimitsConfig, SentinelSettings
+
+    config = InstanceConfig.model_validate_json(instance.config.read_text())
+    limits = LimitsConfig(sentinel=SentinelSettings(shadow=True))
+    save_config(instance.config, config.model_copy(update={"limits": limits}))
+    calls = [ToolCall(f"p{i}", "Read", {"file_path": "/tmp/x"}) for i in range(3)]
+    driver = ScriptedDriver([[*calls, TextDelta("done polling"), Done()]])
+    out = await drive_repl(["poll", "/quit"], driver, tmp_path)
+    assert "[sentinel, shadow mode: repeat" in out
+    assert "SENTINEL HALT" not in out and "assistant: done polling" in out
+
+
+@pytest.mark.anyio
+async def test_the_repl_acts_only_through_the_hosts_verbs(
+    instance: InstancePaths, tmp_path: Path
+) -> None:
+    """The REPL no longer reaches into the live session: every command that changes
+    something is a verb the host's dispatcher applied and logged, as the CLI's are."""
+    from panels.host.solo import solo_state_dir
+    from panels.hostdb import connect, read_events
+    from panels.hostdb.catalogue import VerbApplied
+
+    driver = ScriptedDriver([[TextDelta("hi"), Done()]])
+    # Each line waits for the answer to the one before ("@TEXT@LINE": see screen.py).
+    lines = [
+        "hello",
+        "@assistant: hi@/pin 2",
+        "@row 2 pinned@/slot status green",
+        "@slot 'status'@/inbox off",
+        "@delivery is off@/clear",
+        "@removed@/halt",
+        "/quit",
+    ]
+    out = await drive_repl(lines, driver, tmp_path)
+    state = solo_state_dir("solo")
+    assert state is not None
+    conn = connect(state / "host.sqlite")
+    applied = [e.event for e in read_events(conn, kinds=["command"], limit=100)]
+    conn.close()
+    verbs = [(e.verb, e.by, e.ok) for e in applied if isinstance(e, VerbApplied)]
+    assert verbs == [
+        (verb, "operator", True) for verb in ("input", "pin", "slot", "inbox", "clear", "halt")
+    ]
+    assert "row 2 pinned" in out and "slot 'status'" in out and "removed 1 rows" in out

@@ -105,7 +105,7 @@ async def test_a_session_dollar_budget_halts_at_the_end_of_the_turn_that_spent_i
     assert reply.blocks[-1]["text"].startswith("[BUDGET HALT] session_usd")
     assert spend == {
         "turns": 1, "requests": 1, "input_tokens": 5000, "output_tokens": 900, "usd": 1.2,
-        "limits": {"max_session_usd": 1.0}, "sentinel": "off",
+        "limits": {"max_session_usd": 1.0}, "sentinel": "on",
     }  # fmt: skip
 
 

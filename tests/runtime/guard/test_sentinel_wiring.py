@@ -1,20 +1,30 @@
 """The runtime sentinel on a session's live path: a polling loop is stopped before its third
-call runs, the turn ends with the notice, a halt record is written, and resume() clears it."""
+call runs, the turn ends with the notice, a halt record is written, and resume() clears it.
+
+The regressions run against a real git repository in tmp_path, with the world measured by the
+real probe: the tools' effects are applied for real (`sed -i` in a subprocess, the bytes of a
+Write, an Edit) by `Executing`, the policy, just before each tool would run.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from guard_kit import RecordingPolicy, no_git, run
 
 from runtime.driver import (
+    Decision,
     Done,
     DriverEvent,
     TextDelta,
     ToolCall,
+    ToolCallRequest,
     ToolOutput,
     ToolResult,
     ToolSpec,
@@ -112,21 +122,166 @@ async def test_the_third_call_of_an_in_process_tool_never_runs(
     assert any(isinstance(e, Halted) for e in events)
 
 
+class Executing(RecordingPolicy):
+    """Allows every call and applies its effect on disk, as the tool is about to: runs a Bash
+    command for real, writes a Write's bytes, makes an Edit (when its old string is there)."""
+
+    def __init__(self, cwd: Path) -> None:
+        super().__init__()
+        self.cwd = cwd
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        await super().decide(call)
+        if call.name == "Bash":
+            command = ["bash", "-c", call.input["command"]]
+            await anyio.run_process(command, cwd=self.cwd, check=False)
+        else:
+            await anyio.to_thread.run_sync(write_as_the_tool_would, call)
+        return Decision(allow=True)
+
+
+def write_as_the_tool_would(call: ToolCallRequest) -> None:
+    args = call.input
+    if call.name == "Write":
+        Path(args["file_path"]).write_text(args["content"], encoding="utf-8")
+    elif call.name == "Edit":
+        path = Path(args["file_path"])
+        text = path.read_text(encoding="utf-8")
+        if args["old_string"] in text:
+            path.write_text(text.replace(args["old_string"], args["new_string"], 1), "utf-8")
+
+
+@pytest.fixture
+async def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    (path / "src").mkdir(parents=True)
+    for i in range(3):
+        (path / "src" / f"f{i}.py").write_text("value = 'a'\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    await anyio.run_process([*git, "init", "-q"], cwd=path)
+    await anyio.run_process([*git, "add", "-A"], cwd=path)
+    await anyio.run_process([*git, "commit", "-q", "-m", "init"], cwd=path)
+    return path
+
+
+def call_and_result(ident: str, name: str, args: dict[str, Any], out: str = "ok", *,
+                    error: bool = False) -> list[DriverEvent]:  # fmt: skip
+    return [ToolCall(ident, name, args), ToolResult(ident, out, is_error=error)]
+
+
 async def test_a_repeat_after_each_edit_is_progress_not_a_loop(
-    instance: InstancePaths, policy: RecordingPolicy, sentinel_on: None
+    instance: InstancePaths, repo: Path, sentinel_on: None
 ) -> None:
     status = {"command": "git status"}
     events: list[DriverEvent] = []
     for i in range(3):
-        events += [ToolCall(f"s{i}", "Bash", dict(status)), ToolResult(f"s{i}", "modified: a")]
-        edit = {"file_path": f"/w/f{i}.py", "old_string": "a", "new_string": "b"}
-        events += [ToolCall(f"e{i}", "Edit", edit), ToolResult(f"e{i}", "edited")]
+        events += call_and_result(f"s{i}", "Bash", dict(status), "modified: ...")
+        edit = {"file_path": str(repo / "src" / f"f{i}.py"), "old_string": "'a'",
+                "new_string": "'b'"}  # fmt: skip
+        events += call_and_result(f"e{i}", "Edit", edit, "edited")
+    policy = Executing(repo)
     driver = ScriptedDriver([[*events, TextDelta("all edited"), Done()]])
-    async with open_session("t1", driver=driver, approver=policy, git_probe=no_git) as s:
+    async with open_session("t1", driver=driver, approver=policy, cwd=repo) as s:
         out = await run(s, "edit the three files")
         assert s.halted is None
     assert len(policy.asked) == 6
     assert not any(isinstance(e, Halted) for e in out)
+
+
+async def halting_call(
+    repo: Path, events: list[DriverEvent]
+) -> tuple[str | None, str | None, list[str]]:
+    """Run one scripted turn in `repo`; (the refused call, its rule, the calls that ran)."""
+    policy = Executing(repo)
+    driver = ScriptedDriver([[*events, Done()]])
+    async with open_session("t1", driver=driver, approver=policy, cwd=repo) as s:
+        out = await run(s, "go")
+    halted = [e for e in out if isinstance(e, Halted)]
+    refused = next((e.tool_use_id for e in out if isinstance(e, ToolResult) and
+                    e.content.startswith("[SENTINEL HALT]")), None)  # fmt: skip
+    rule = halted[0].record.rule if halted else None
+    return refused, rule, [c.tool_use_id for c in policy.asked]
+
+
+FAILURE = "FAILED tests/test_f.py::test_value - AssertionError: assert 'a' == 'c'\n1 failed in {}s"
+
+
+async def test_a_change_made_through_bash_lets_the_failing_command_run_again(
+    repo: Path, sentinel_on: None
+) -> None:
+    events: list[DriverEvent] = []
+    for i, fix in enumerate(["sed -i s/=.*/=1/ src/f0.py", "sed -i s/=1/=2/ src/f0.py"]):
+        events += call_and_result(f"t{i}", "Bash", {"command": "pytest -q"},
+                                  FAILURE.format(0.1 + i), error=True)  # fmt: skip
+        events += call_and_result(f"s{i}", "Bash", {"command": fix}, "")
+    events += call_and_result("t9", "Bash", {"command": "pytest -q"}, FAILURE.format(0.3),
+                              error=True)  # fmt: skip
+    refused, _, ran = await halting_call(repo, events)
+    assert refused is None and ran == ["t0", "s0", "t1", "s1", "t9"]
+    assert (repo / "src" / "f0.py").read_text(encoding="utf-8") == "value =2\n"
+
+
+async def test_an_identical_rewrite_is_not_progress(repo: Path, sentinel_on: None) -> None:
+    same = {"file_path": str(repo / "src" / "f1.py"), "content": "value = 'a'\n"}
+    events: list[DriverEvent] = []
+    for i in range(3):
+        events += call_and_result(f"w{i}", "Write", dict(same), "written")
+    refused, rule, ran = await halting_call(repo, events)
+    assert (refused, rule, ran) == ("w2", "repeat", ["w0", "w1"])
+
+
+async def test_edits_retried_with_corrected_indentation_are_not_a_loop(
+    repo: Path, sentinel_on: None
+) -> None:
+    path = str(repo / "src" / "f2.py")
+    events: list[DriverEvent] = []
+    for i, indent in enumerate(["  ", "\t", "   ", "    "]):
+        edit = {"file_path": path, "old_string": f"if x:\n{indent}value = 'a'",
+                "new_string": f"if x:\n{indent}value = 'b'"}  # fmt: skip
+        events += call_and_result(f"e{i}", "Edit", edit, "String to replace not found in file.",
+                                  error=True)  # fmt: skip
+    refused, _, ran = await halting_call(repo, events)
+    assert refused is None and len(ran) == 4
+
+
+async def test_the_same_failure_with_its_flags_reordered_is_stopped(
+    repo: Path, sentinel_on: None
+) -> None:
+    events: list[DriverEvent] = []
+    for i, flags in enumerate(["-x -q", "-q -x", "-x -q"]):
+        events += call_and_result(f"t{i}", "Bash", {"command": f"pytest {flags} tests/"},
+                                  FAILURE.format(0.2 + i), error=True)  # fmt: skip
+    refused, rule, ran = await halting_call(repo, events)
+    assert (refused, rule, ran) == ("t2", "repeat", ["t0", "t1"])
+
+
+async def test_a_cycle_of_three_calls_is_stopped_on_its_second_round(
+    repo: Path, sentinel_on: None
+) -> None:
+    cycle = [("Read", {"file_path": str(repo / "src" / "f0.py")}),
+             ("Bash", {"command": "git diff"}), ("Grep", {"pattern": "value"})]  # fmt: skip
+    events: list[DriverEvent] = []
+    for i, (name, args) in enumerate(cycle * 3):
+        events += call_and_result(f"c{i}", name, dict(args), "same")
+    refused, rule, ran = await halting_call(repo, events)
+    assert (refused, rule, len(ran)) == ("c5", "alternation", 5)
+
+
+async def test_turns_that_only_rewrite_notes_are_no_progress(
+    instance: InstancePaths, policy: RecordingPolicy, repo: Path, configure: Callable[..., Any]
+) -> None:
+    configure(runtime_sentinel=True, limits={"sentinel": {"no_progress_turns": 2}})
+
+    def note(i: int) -> list[DriverEvent]:
+        args = {"label": "status", "role": "user", "content": f"waiting ({i})", "position": 0}
+        return [ToolCall(f"n{i}", "mcp__mnemara__upsert_slot", args), Done()]
+
+    driver = ScriptedDriver([note(i) for i in range(3)])
+    async with open_session("t1", driver=driver, approver=policy, cwd=repo) as s:
+        turns = [await run(s, f"turn {i}") for i in range(3)]
+        slot = [x.content for x in await s.store.slots()]
+    assert slot == ["waiting (2)"]  # the note really changed each turn
+    assert [any(isinstance(e, Halted) for e in t) for t in turns] == [False, False, True]
 
 
 async def test_call_history_resets_when_a_turn_ends(
@@ -158,14 +313,19 @@ async def test_shadow_mode_records_and_stops_nothing(
     ]
 
 
-async def test_the_sentinel_is_off_unless_configured(
-    instance: InstancePaths, policy: RecordingPolicy
+async def test_the_sentinel_is_on_for_a_new_instance_and_can_be_switched_off(
+    instance: InstancePaths, policy: RecordingPolicy, configure: Callable[..., Any]
 ) -> None:
-    driver = ScriptedDriver([polling_turn()])
-    async with open_session("t1", driver=driver, approver=policy) as s:
+    async with open_session("t1", driver=ScriptedDriver([polling_turn()]), approver=policy,
+                            git_probe=no_git) as s:  # fmt: skip
+        await run(s, "build")
+        assert s.halted is not None and s.halted.rule == "repeat"
+    configure(runtime_sentinel=False)
+    off = RecordingPolicy()
+    async with open_session("t1", driver=ScriptedDriver([polling_turn()]), approver=off) as s:
         await run(s, "build")
         assert s.halted is None
-    assert len(policy.asked) == 3
+    assert len(off.asked) == 3
 
 
 async def test_no_progress_halts_at_the_end_of_a_turn(
@@ -174,7 +334,8 @@ async def test_no_progress_halts_at_the_end_of_a_turn(
     configure(runtime_sentinel=True, limits={"sentinel": {"no_progress_turns": 2}})
 
     def look(i: int) -> list[DriverEvent]:
-        return [ToolCall(f"l{i}", "Bash", {"command": f"ls {i}"}), ToolResult(f"l{i}", "x"), Done()]
+        # The same look each turn, the same answer: nothing changes, nothing is learnt.
+        return [ToolCall(f"l{i}", "Bash", {"command": "ls"}), ToolResult(f"l{i}", "x"), Done()]
 
     async def same_tree(cwd: Any) -> str:
         return "tree-1"
@@ -209,8 +370,8 @@ async def test_a_changing_git_tree_is_progress(
 
 
 def test_halt_meta_is_shown_by_mnemara_show(instance: InstancePaths) -> None:
-    from panels.cli.window_view import describe_window
     from runtime.config import load_config
+    from runtime.inspect import describe_window
 
     halt = {"source": "sentinel", "rule": "repeat", "message": "Bash called 3 times", "turn": 4,
             "at": "2026-01-01T00:00:00+00:00"}  # fmt: skip

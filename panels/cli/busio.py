@@ -1,0 +1,117 @@
+"""How the `mnemara bus` commands find, open and print a bus.
+
+A bus is named by `--db FILE` or `--team/-t NAME` (exactly one; a team's bus is found as
+panels/cli/teams.py says). Text read from the bus is untrusted: control characters are
+stripped before it reaches the terminal. Listings say so when they are empty; `--json`
+output stays JSON (an empty list).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from panels.cli.errors import EXIT_BUS, EXIT_USAGE, fail
+from panels.cli.options import not_negative
+
+if TYPE_CHECKING:
+    from peerbus import BusFile
+
+DbOpt = Annotated[
+    Path | None,
+    typer.Option("--db", metavar="FILE", help="The bus SQLite file.", dir_okay=False),
+]
+TeamOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--team",
+        "-t",
+        metavar="NAME",
+        help="The team whose bus to use: its name, its team file, or a solo instance.",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+LimitOpt = Annotated[
+    int,
+    typer.Option("--limit", metavar="N", callback=not_negative, help="At most N messages."),
+]
+
+
+def resolve_path(db: Path | None, team: str | None) -> Path:
+    """The bus file named by --db or --team (exactly one)."""
+    if (db is None) == (team is None):
+        raise fail("give exactly one of --db FILE or --team NAME", EXIT_USAGE)
+    if db is not None:
+        return db
+    from panels.cli.teams import bus_path
+
+    assert team is not None
+    return bus_path(team)
+
+
+def one_of(new: str | None, old: str | None, spelling: str) -> str | None:
+    """The panel named by `--panel` or by its older spelling; both must agree."""
+    if new is not None and old is not None and new != old:
+        raise fail(f"--panel {new!r} and {spelling} {old!r} disagree; give one of them", EXIT_USAGE)
+    return new if new is not None else old
+
+
+@contextmanager
+def opened(db: Path | None, team: str | None, *, create: bool = False) -> Iterator[BusFile]:
+    """Open the bus for one command (peerbus errors are reported with exit code 9)."""
+    from peerbus import close_bus, connect_bus
+
+    path = resolve_path(db, team)
+    if path.is_dir():
+        raise fail(f"{path} is a directory; give the bus file inside it", EXIT_USAGE)
+    if not create and not path.is_file():
+        raise fail(f"no bus at {path}; check --db / --team, or send a message first", EXIT_BUS)
+    if not path.parent.is_dir():
+        raise fail(f"folder {path.parent} does not exist; create it first", EXIT_BUS)
+    bus = connect_bus(path)
+    if bus.notice:
+        typer.echo(f"mnemara: note: {bus.notice}", err=True)
+    try:
+        yield bus
+    finally:
+        close_bus(bus)
+
+
+def clean(text: object, limit: int | None = None) -> str:
+    from peerbus.render import strip_controls
+
+    one_line = " ".join(strip_controls(str(text)).split())
+    return one_line if limit is None or len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def emit(items: Any, as_json: bool, line: Any, empty: str | None = None) -> None:
+    """Print items (or one item) as JSON or a line each; `empty` is said when there are none."""
+    if as_json:
+        typer.echo(json.dumps(plain(items), ensure_ascii=False, sort_keys=True))
+        return
+    if isinstance(items, list) and not items and empty is not None:
+        typer.echo(empty)
+    for item in items if isinstance(items, list) else [items]:
+        typer.echo(line(item))
+
+
+def plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def record_line(r: Any) -> str:
+    to = r.recipient or "*"
+    topic = f" [{clean(r.topic, 40)}]" if r.topic else ""
+    return f"{r.id:>7} {r.status:<8} {clean(r.sender, 24)} -> {clean(to, 24)}{topic} " + clean(
+        r.payload_json, 120
+    )

@@ -1,0 +1,194 @@
+"""`mnemara send | approve | deny | halt | resume | pause | stop | inbox`: steer a team's panels.
+
+Each command is a verb of the catalogue (panels/hostdb/verbs.py), checked here as the host
+will check it (a bad one exits 2 with the reason), then written into the control table of
+the team's host.sqlite. The host's one dispatcher applies it and writes the outcome, which
+is printed when it arrives. A verb given while no host runs waits in the table and is
+applied when one starts, so operator input is never lost.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from panels.cli.errors import EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
+from panels.cli.options import PanelOpt, TeamOpt
+from panels.cli.teams import open_host_db, running_pid, team_state
+
+WAIT = 10.0  # seconds to wait for the host's outcome before saying the verb is queued
+ANSWER_HELP = (
+    "yes (this call), no (refuse it), session (the tool until the session ends) or always."
+)
+
+
+def make_verb(name: str, panel: str | None, **args: Any) -> Any:
+    """The verb, checked as the host will check it; a bad one exits 2 with the reason."""
+    from panels.hostdb import VerbError, parse_verb
+
+    try:
+        return parse_verb(name, panel, {k: v for k, v in args.items() if v is not None})
+    except VerbError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+
+
+def _no_panel(panel: str, team: str) -> typer.Exit:
+    return fail(f"no panel {panel!r} in team {team!r}; `mnemara ps -t {team}` lists them", 2)
+
+
+def give(team: str, verb: Any, wait: float = WAIT) -> None:
+    """Queue a verb, then print its outcome when the host has applied it."""
+    from panels.hostdb import get_command, read_panels, submit_command
+
+    conn = open_host_db(team)
+    try:
+        panel = verb.panel
+        if panel is not None and panel not in {r.name for r in read_panels(conn)}:
+            raise _no_panel(panel, team)
+        ident = submit_command(conn, verb)
+        if running_pid(team_state(team)[1]) is None:
+            typer.echo(f"queued command {ident}; no host is running, it applies when one starts")
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            command = get_command(conn, ident)
+            if command is not None and command.state != "pending":
+                typer.echo(f"{verb.name}: {command.outcome}")
+                if command.state == "failed":
+                    raise typer.Exit(EXIT_FAILURE)
+                return
+            time.sleep(0.02)
+        typer.echo(f"queued command {ident}; the host has not answered yet")
+    finally:
+        conn.close()
+
+
+@reports_errors
+def send(
+    team: TeamOpt,
+    panel: Annotated[
+        str, typer.Option("--panel", "-p", "--to", metavar="NAME", help="The panel to talk to.")
+    ],
+    text: Annotated[list[str], typer.Argument(metavar="TEXT", help="What to say.")],
+) -> None:
+    """Operator input to a panel (kept until delivered, also while no host runs)."""
+    give(team, make_verb("input", panel, text=" ".join(text)))
+
+
+RequestOpt = Annotated[
+    int | None,
+    typer.Option("--request", "-r", metavar="ID", help="The request id (`mnemara logs` shows it)."),
+]
+AnyPanelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--panel", "-p", metavar="NAME", help="The panel asking; needed when several ask."
+    ),
+]
+
+
+@reports_errors
+def approve(
+    team: TeamOpt,
+    panel: AnyPanelOpt = None,
+    request: RequestOpt = None,
+    answer: Annotated[
+        str, typer.Option("--answer", "-a", metavar="ANSWER", help=ANSWER_HELP)
+    ] = "yes",
+) -> None:
+    """Answer a tool call a panel is waiting on (see `mnemara logs`); --answer no refuses it."""
+    from panels.hostdb.verbs import ANSWERS
+
+    if answer not in ANSWERS:
+        raise fail(f"unknown answer {answer!r}; say {', '.join(ANSWERS)}", EXIT_USAGE)
+    give(team, make_verb("answer", panel, request=request, answer=answer))
+
+
+@reports_errors
+def deny(team: TeamOpt, panel: AnyPanelOpt = None, request: RequestOpt = None) -> None:
+    """Refuse a tool call a panel is waiting on."""
+    give(team, make_verb("answer", panel, request=request, answer="no"))
+
+
+@reports_errors
+def halt(
+    team: TeamOpt,
+    panel: PanelOpt,
+    reason: Annotated[
+        str, typer.Option("--reason", metavar="TEXT", help="Why (kept in the halt record).")
+    ] = "",
+) -> None:
+    """Halt a panel: its turn stops now, a halt record is kept, its inbox waits."""
+    give(team, make_verb("halt", panel, reason=reason or "halted by the operator"))
+
+
+@reports_errors
+def resume(team: TeamOpt, panel: PanelOpt) -> None:
+    """Resume a paused or halted panel."""
+    give(team, make_verb("resume", panel))
+
+
+@reports_errors
+def pause(team: TeamOpt, panel: PanelOpt) -> None:
+    """Pause a panel after its turn in flight."""
+    give(team, make_verb("pause", panel))
+
+
+@reports_errors
+def stop(team: TeamOpt, panel: PanelOpt) -> None:
+    """Stop the turn a panel is running (its rows are kept, marked); the panel goes on."""
+    give(team, make_verb("stop", panel))
+
+
+@reports_errors
+def inbox(
+    team: TeamOpt,
+    panel: PanelOpt,
+    state: Annotated[
+        str | None,
+        typer.Argument(metavar="on|off", help="Switch the delivery of peer messages."),
+    ] = None,
+) -> None:
+    """List what waits for a panel and whether delivery is on; `on` / `off` switches it."""
+    if state is None:
+        _list_inbox(team, panel)
+        return
+    if state not in ("on", "off"):
+        raise fail(f"say on or off (got {state!r}), or nothing to list the inbox", EXIT_USAGE)
+    give(team, make_verb("inbox", panel, on=state == "on"))
+
+
+def _list_inbox(team: str, panel: str) -> None:
+    from panels.host.account import clean
+    from panels.host.delivery import operator_route
+    from panels.hostdb import get_meta, read_panels
+    from peerbus import close_bus, connect_bus
+    from peerbus import inbox as read_inbox
+
+    conn = open_host_db(team)
+    try:
+        rows = {r.name: r for r in read_panels(conn)}
+        bus_path = get_meta(conn).get("bus", "")
+    finally:
+        conn.close()
+    if panel not in rows:
+        raise _no_panel(panel, team)
+    state = "on" if rows[panel].inbox else "off"
+    waiting: list[tuple[Any, bool]] = []
+    if bus_path and Path(bus_path).is_file():
+        bus = connect_bus(Path(bus_path))
+        try:
+            operator = read_inbox(bus, operator_route(panel), senders=[], limit=50)
+            peers = read_inbox(bus, panel, limit=50)
+        finally:
+            close_bus(bus)
+        waiting = [(item, True) for item in operator] + [(item, False) for item in peers]
+    typer.echo(f"{panel}: delivery of peer messages is {state}; {len(waiting)} waiting")
+    if not waiting:
+        typer.echo("(nothing waits)")
+    for item, from_operator in waiting:
+        sender = clean(item.sender, 24) + (" (operator input)" if from_operator else "")
+        typer.echo(f"{item.id:>7} {item.state:<7} {sender}: {clean(item.payload_json, 120)}")

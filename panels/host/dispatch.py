@@ -1,0 +1,186 @@
+"""The one dispatcher: every verb (panels/hostdb/verbs.py), from anyone, is applied here.
+
+The CLI's verbs come through the control table (control.py), the REPL's and the watchdog's
+in-process; all of them end in `Dispatcher.apply`, which checks the verb against the team
+(the panel exists; a panel giving a verb acts only on others), carries it out, writes one
+`VerbApplied` event with who gave it and what came of it, and returns the `Outcome`. A verb
+that cannot be applied is a failed outcome with the reason, never an exception: an unknown
+panel, an answer to a question nobody asks, a window verb on a panel with no session.
+
+Verbs that change a panel's window (`Verb.window`) wait until no turn runs on the panel;
+the others act at once (a halt cancels the turn in flight).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from panels.host.delivery import OPERATOR, operator_route
+from panels.host.panel import PanelRunner
+from panels.host.services import HostServices
+from panels.host.tickets import Ticket, Tickets
+from panels.host.window import apply_window
+from panels.hostdb import verbs
+from panels.hostdb.catalogue import VerbApplied, WindowTokensChanged
+from peerbus import PeerbusError
+from runtime.errors import MnemaraError
+from runtime.guard.records import HaltRecord
+from runtime.policy.approver import Answer
+from runtime.session import Session
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    text: str
+    ticket: Ticket | None = None  # for input: completes when the turn that took it ends
+
+
+class VerbRefusedError(Exception):
+    """Raised inside the dispatcher for a verb that cannot apply; becomes a failed outcome."""
+
+
+def halt_record(reason: str, by: str) -> HaltRecord:
+    """The record of a halt an operator or a watchdog asked for."""
+    who = "operator" if by == OPERATOR else "watchdog"
+    return HaltRecord(
+        source="sentinel",
+        rule=f"{who}_halt",
+        message=reason or f"halted by the {who}",
+        turn=0,
+        at=datetime.now(UTC),
+    )
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        services: HostServices,
+        panels: Mapping[str, PanelRunner],
+        tickets: Tickets,
+        request_stop: Callable[[], None],
+    ) -> None:
+        self.services = services
+        self.panels = panels
+        self.tickets = tickets
+        self.request_stop = request_stop
+
+    async def apply(
+        self, verb: verbs.Verb, *, by: str = OPERATOR, command_id: int | None = None
+    ) -> Outcome:
+        try:
+            outcome = await self._apply(verb, by)
+        except VerbRefusedError as exc:
+            outcome = Outcome(False, str(exc))
+        except (MnemaraError, PeerbusError, OSError) as exc:
+            outcome = Outcome(False, str(exc) or type(exc).__name__)
+        text = verb.text if isinstance(verb, verbs.Input | verbs.Nudge) else ""
+        self.services.log.emit(
+            VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
+                        summary=verb.summary(), text=text, ok=outcome.ok, outcome=outcome.text)
+        )  # fmt: skip
+        return outcome
+
+    async def _apply(self, verb: verbs.Verb, by: str) -> Outcome:
+        if isinstance(verb, verbs.Shutdown):
+            if by != OPERATOR:
+                raise VerbRefusedError("only the operator stops the host")
+            self.request_stop()
+            return Outcome(True, "stopping")
+        if isinstance(verb, verbs.AnswerRequest):
+            return self._answer(verb)
+        runner = self._runner(verb, by)
+        if verb.window:
+            async with runner.between_turns() as session:
+                if session is None:
+                    raise VerbRefusedError(f"{runner.name} has no session now (see `ps`)")
+                return Outcome(True, await apply_window(session, verb))
+        return await self._at_once(runner, verb, by)
+
+    def _runner(self, verb: verbs.Verb, by: str) -> PanelRunner:
+        runner = self.panels.get(verb.panel or "")
+        if runner is None:
+            names = ", ".join(self.panels) or "none"
+            raise VerbRefusedError(f"no panel {verb.panel!r} in this team (panels: {names})")
+        if by == runner.name:
+            raise VerbRefusedError("a panel does not give verbs to itself")
+        return runner
+
+    async def _at_once(self, runner: PanelRunner, verb: verbs.Verb, by: str) -> Outcome:
+        if isinstance(verb, verbs.Input):
+            ident = await self.services.bus.submit(
+                OPERATOR, operator_route(runner.name), {"type": "input", "text": verb.text}
+            )
+            ticket = self.tickets.open(runner.name, ident)
+            return Outcome(True, f"queued as message {ident}", ticket)
+        if isinstance(verb, verbs.Nudge):
+            payload = {"type": "nudge", "text": verb.text}
+            ident = await self.services.bus.submit(by, runner.name, payload)
+            return Outcome(True, f"nudge sent to {runner.name} as message {ident}")
+        if isinstance(verb, verbs.Pause):
+            runner.pause(verb.reason)
+            return Outcome(True, f"{runner.name} is paused (after the turn in flight, if any)")
+        if isinstance(verb, verbs.Resume):
+            lifted = await runner.resume(by=by)
+            if lifted is None:
+                return Outcome(True, f"{runner.name} is running (it was not halted)")
+            return Outcome(True, f"{runner.name} is resumed: the sentinel and budget counters "
+                                 "start again from here")  # fmt: skip
+        if isinstance(verb, verbs.Halt):
+            if runner.halt is not None:
+                return Outcome(True, f"{runner.name} was already halted ({runner.halt.rule})")
+            runner.halt_now(halt_record(verb.reason, by), by=by)
+            if runner.session is not None:
+                await runner.session.save_halt()
+            return Outcome(True, f"{runner.name} is halted; its inbox is kept")
+        if isinstance(verb, verbs.Stop):
+            stopped = runner.stop_turn()
+            return Outcome(True, "the turn in flight is stopping" if stopped else "no turn runs")
+        if isinstance(verb, verbs.SetModel):
+            if verb.save:
+                self._session(runner).update_config(model=verb.model)
+            runner.set_model(verb.model)
+            saved = " (saved to its config)" if verb.save else ""
+            return Outcome(True, f"model is {verb.model} from the next turn{saved}")
+        if isinstance(verb, verbs.SetTokens):
+            session = self._session(runner)
+            if verb.save:
+                session.update_config(max_window_tokens=verb.max_window_tokens)
+            else:
+                session.config = session.config.model_copy(
+                    update={"max_window_tokens": verb.max_window_tokens}
+                )
+            tokens = verb.max_window_tokens
+            self.services.log.emit(WindowTokensChanged(panel=runner.name, max_window_tokens=tokens))
+            return Outcome(True, f"max_window_tokens is {verb.max_window_tokens}")
+        if isinstance(verb, verbs.SetInbox):
+            runner.set_inbox(verb.on)
+            return Outcome(True, f"inbox delivery is {'on' if verb.on else 'off'}")
+        raise VerbRefusedError(f"{verb.name} cannot be applied here")
+
+    def _session(self, runner: PanelRunner) -> Session:
+        if runner.session is None:
+            raise VerbRefusedError(f"{runner.name} has no session now (see `ps`)")
+        return runner.session
+
+    def _answer(self, verb: verbs.AnswerRequest) -> Outcome:
+        approvals = self.services.approvals
+        request = verb.request
+        if request is None:
+            open_ids = approvals.pending(verb.panel)
+            if len(open_ids) != 1:
+                where = f" for {verb.panel}" if verb.panel else ""
+                raise VerbRefusedError(
+                    f"{len(open_ids)} open questions{where}; name one with --request"
+                )
+            request = open_ids[0]
+        answer = Answer(verb.answer)
+        if not approvals.answer(request, answer, panel=verb.panel):
+            raise VerbRefusedError(
+                f"no open question {request}"
+                + (f" of {verb.panel}" if verb.panel else "")
+                + " (answered, timed out or never asked)"
+            )
+        return Outcome(True, f"request {request}: {answer.value}")
