@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -26,9 +27,10 @@ def main() -> None:
         subprocess.run([exe, "--help"], capture_output=True, check=True)
         times.append(time.perf_counter() - started)
     times.sort()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"mnemara --help over {args.runs} runs: median {statistics.median(times):.3f} s, "
-        f"min {times[0]:.3f} s, max {times[-1]:.3f} s"
+        f"min {times[0]:.3f} s, max {times[-1]:.3f} s (load average {load})"
     )
 
 
