@@ -39,8 +39,9 @@ def _no_panel(panel: str, team: str) -> typer.Exit:
     return fail(f"no panel {panel!r} in team {team!r}; `mnemara ps -t {team}` lists them", 2)
 
 
-def give(team: str, verb: Any, wait: float = WAIT) -> None:
-    """Queue a verb, then print its outcome when the host has applied it."""
+def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
+    """Queue a verb, then print its outcome when the host has applied it. Returns the
+    command's id once the host applied it, None when it is still queued."""
     from panels.hostdb import get_command, read_panels, submit_command
 
     conn = open_host_db(team)
@@ -51,7 +52,7 @@ def give(team: str, verb: Any, wait: float = WAIT) -> None:
         ident = submit_command(conn, verb)
         if running_pid(team_state(team)[1]) is None:
             typer.echo(f"queued command {ident}; no host is running, it applies when one starts")
-            return
+            return None
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             command = get_command(conn, ident)
@@ -59,9 +60,42 @@ def give(team: str, verb: Any, wait: float = WAIT) -> None:
                 typer.echo(f"{verb.name}: {command.outcome}")
                 if command.state == "failed":
                     raise typer.Exit(EXIT_FAILURE)
-                return
+                return ident
             time.sleep(0.02)
         typer.echo(f"queued command {ident}; the host has not answered yet")
+        return None
+    finally:
+        conn.close()
+
+
+def follow_ticket(team: str, command: int, wait: float) -> None:
+    """The ticket of an input given through the control table: wait (at most `wait` seconds)
+    until the turn that took it ends, and say how it ended; exit 1 when it did not end well."""
+    from panels.hostdb import read_events
+    from panels.hostdb.catalogue import Delivered, TurnEnded, VerbApplied
+
+    conn = open_host_db(team)
+    try:
+        message: int | None = None
+        turn: tuple[str | None, int] | None = None
+        cursor = 0
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            for logged in read_events(conn, after=cursor, limit=1_000):
+                cursor, event = logged.id, logged.event
+                if isinstance(event, VerbApplied) and event.id == command:
+                    message = event.message
+                elif isinstance(event, Delivered) and message in event.ids:
+                    turn = (event.panel, event.turn)
+                elif isinstance(event, TurnEnded) and turn == (event.panel, event.turn):
+                    error = f": {event.error}" if event.error else ""
+                    typer.echo(f"turn {event.turn} of {event.panel} {event.outcome}{error}")
+                    if event.outcome != "done":
+                        raise typer.Exit(EXIT_FAILURE)
+                    return
+            time.sleep(0.05)
+        state = "has not been taken by a turn yet" if turn is None else "is still running"
+        raise fail(f"message {message} {state} after {wait:g}s; see `mnemara logs -t {team}`")
     finally:
         conn.close()
 
@@ -73,9 +107,23 @@ def send(
         str, typer.Option("--panel", "-p", "--to", metavar="NAME", help="The panel to talk to.")
     ],
     text: Annotated[list[str], typer.Argument(metavar="TEXT", help="What to say.")],
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            "-w",
+            metavar="SECONDS",
+            min=0,
+            help="Wait (at most SECONDS) until the turn that takes the input has ended.",
+        ),
+    ] = None,
 ) -> None:
     """Operator input to a panel (kept until delivered, also while no host runs)."""
-    give(team, make_verb("input", panel, text=" ".join(text)))
+    command = give(team, make_verb("input", panel, text=" ".join(text)))
+    if wait is not None:
+        if command is None:
+            raise fail("the input waits for a host; nothing to follow yet", EXIT_FAILURE)
+        follow_ticket(team, command, wait)
 
 
 RequestOpt = Annotated[

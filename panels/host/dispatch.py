@@ -36,6 +36,7 @@ class Outcome:
     ok: bool
     text: str
     ticket: Ticket | None = None  # for input: completes when the turn that took it ends
+    message: int | None = None  # the bus message an input or a nudge became
 
 
 class VerbRefusedError(Exception):
@@ -79,7 +80,8 @@ class Dispatcher:
         text = verb.text if isinstance(verb, verbs.Input | verbs.Nudge) else ""
         self.services.log.emit(
             VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
-                        summary=verb.summary(), text=text, ok=outcome.ok, outcome=outcome.text)
+                        summary=verb.summary(), text=text, message=outcome.message,
+                        ok=outcome.ok, outcome=outcome.text)
         )  # fmt: skip
         return outcome
 
@@ -114,11 +116,11 @@ class Dispatcher:
                 OPERATOR, operator_route(runner.name), {"type": "input", "text": verb.text}
             )
             ticket = self.tickets.open(runner.name, ident)
-            return Outcome(True, f"queued as message {ident}", ticket)
+            return Outcome(True, f"queued as message {ident}", ticket, ident)
         if isinstance(verb, verbs.Nudge):
             payload = {"type": "nudge", "text": verb.text}
             ident = await self.services.bus.submit(by, runner.name, payload)
-            return Outcome(True, f"nudge sent to {runner.name} as message {ident}")
+            return Outcome(True, f"nudge sent to {runner.name} as message {ident}", message=ident)
         if isinstance(verb, verbs.Pause):
             runner.pause(verb.reason)
             return Outcome(True, f"{runner.name} is paused (after the turn in flight, if any)")

@@ -341,6 +341,7 @@ class VerbApplied(HostEvent):
     by: str
     summary: str  # the verb's arguments, in one line
     text: str = ""  # the words of an input or a nudge, whole
+    message: int | None = None  # the bus message an input or a nudge became
     ok: bool
     outcome: str
 

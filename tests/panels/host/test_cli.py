@@ -84,8 +84,11 @@ async def test_halt_and_send_reach_a_running_host(
     team = make_team(tmp_path, panels("eng"), name="live")
     async with start_host(team, {"eng": [reply("got it")]}) as (host, events, drivers):
         team.pid_path.write_text(f"{os.getpid()}\n")  # as `up` would
-        sent = await anyio.to_thread.run_sync(invoke, "send", "--team", "live", "--to", "eng", "hi")
+        sent = await anyio.to_thread.run_sync(
+            invoke, "send", "--team", "live", "--to", "eng", "--wait", "10", "hi"
+        )
         assert "input: queued as message" in sent.output
+        assert "turn 1 of eng done" in sent.output  # the ticket: the turn that took it ended
         await events.wait("turn_ended", "eng")
         halted = await anyio.to_thread.run_sync(invoke, "halt", "--team", "live", "-p", "eng")
         assert halted.exit_code == 0 and "halt: eng is halted" in halted.output
