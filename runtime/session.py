@@ -290,6 +290,8 @@ class Session:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                     recorder.note(STOPPED_NOTE)
                     await self._commit(user_id, recorder)
+                    # What a stopped turn spent counts too (`show` reads it from here).
+                    await halts.save_spend(self.store, self.guard.spend())
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
         await halts.save_spend(self.store, self.guard.spend())
         await after_turn(self.store, self.config, self.debug, recorder.final_blocks())

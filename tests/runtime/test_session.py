@@ -188,9 +188,11 @@ async def test_stop_mid_turn_leaves_the_store_consistent(
             await driver.started.wait()
             tg.cancel_scope.cancel()
         rows = await s.store.rows()
+        spend = json.loads(await s.store.get_meta("spend") or "{}")
     assert [(r.role, r.status) for r in rows] == [("user", "complete"), ("assistant", "complete")]
     texts = [b["text"] for b in rows[1].blocks]
     assert texts == ["partial answer", STOPPED_NOTE]
+    assert spend["turns"] == 1  # the stopped turn counts in the spend `show` prints
 
 
 async def test_input_of_a_killed_process_is_recovered_as_interrupted(
