@@ -1,12 +1,15 @@
 """The host: runs a team's panels side by side on trio (DESIGN.md sections 2-4).
 
-`Host(team).serve()` / `open_host(team)`; `run_host(path)` is the process entry point.
-Modules: host (wiring and shutdown), supervisor + restart (lives and the pure restart
-policy), panel (state, flags, control verbs), life + turn (claim, run, settle), delivery
-(what a turn is fed), bustools (send / ack / list), asker (headless approvals), control
-(viewers' commands), digests (the watchdog's digest service), eventlog + coalesce (the
-event writer), wakeup (bus watching), instances (instance creation and team overrides),
-drivers (the CLI, live or rehearsal), states (the pure state machine), teambudget.
+`Host(team).serve()` / `open_host(team)`; `run_headless(path)` is the process entry point.
+Modules: host (wiring, leases and shutdown), supervisor + restart (lives and the pure restart
+policy), panel (state, flags, the panel's one guard), checks (the host's checks in that
+guard: team budget, terminal sends, budget slope), life + turn (claim, run, settle),
+delivery (what a turn is fed), dispatch (the one dispatcher of verbs), control (the control
+table's reader), window (the window verbs), tickets (input tickets), bustools (send / ack /
+list), asker (headless approvals), digests (the watchdog's digest service), eventlog +
+coalesce (the event writer), wakeup (bus watching), instances (instance creation and team
+overrides), drivers (the CLI, live or rehearsal), states (the pure state machine), solo
+(an instance as a team of one), process (the pid file and the headless entry point), demo.
 """
 
 from panels.host.host import Host, open_host
