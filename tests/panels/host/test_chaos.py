@@ -224,3 +224,27 @@ async def test_a_second_host_on_a_leased_instance_refuses_to_start(
         with pytest.raises(InstanceLeasedError, match="in use by the host of team 'first'"):
             await second.serve()
     assert not other.hostdb_path.exists()  # nothing of the second host was started
+
+
+async def test_a_corrupt_policy_file_fails_the_panel_once_and_for_good(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    """A restart cannot repair a corrupt permissions.json (or turns.sqlite): the panel fails
+    once, named by the file, and is given up at once instead of retried every few seconds."""
+    from runtime.config import InstanceConfig, save_config
+    from runtime.home import InstancePaths
+
+    team = make_team(tmp_path, panels("broken", "fine"))
+    paths = InstancePaths.for_name("broken", team.state_dir.parents[1])
+    paths.root.mkdir(parents=True)
+    save_config(paths.config, InstanceConfig())
+    TurnStore.open(paths.turns).close()
+    paths.permissions.write_text("{not json")
+    async with start_host(team, {"broken": [], "fine": [reply("ok")]}) as (host, events, _):
+        (given_up,) = await events.wait("panel_given_up", "broken")
+        await host.dispatch(Input(panel="fine", text="still working?"))
+        await events.wait("turn_ended", "fine")
+    (failed,) = events.of("panel_failed", "broken")
+    assert failed.permanent and str(paths.permissions) in failed.error
+    assert "a restart cannot fix this" in given_up.reason
+    assert not events.of("panel_restarting", "broken")
