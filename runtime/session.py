@@ -7,8 +7,8 @@ then the post-turn care the config asks for (runtime/tools/aftercare.py) and the
 or stop at any point leaves the input row kept and marked. The caller owns cancellation:
 cancel the scope around `async for ... in session.turn(...)`.
 
-Every tool call is decided by the session's `Guard` (runtime/guard/guard.py): budget, then the
-runtime sentinel, then the permission policy. A halt ends the turn at once with its notice
+Every tool call is decided by the session's `Guard` (runtime/guard/guard.py): budget, then
+its owner's checks, then the runtime sentinel, then the permission policy. A halt ends the turn at once with its notice
 committed; the panel then refuses turns (PanelHaltedError) until `resume()`. The agent's own
 tools (runtime/tools/) are registered with every turn as the `mnemara` MCP server.
 """
@@ -395,4 +395,8 @@ async def open_session(
             # operator going on. (A guard the owner keeps carries its halt over.) The record
             # stays in debug.log; the meta key only names a current halt.
             await halts.clear_halt(store, session.debug, None)
-        yield session
+        try:
+            yield session
+        finally:
+            # A guard the owner keeps outlives this session: it must not log through it.
+            session.guard.on_record.remove(session._log_record)

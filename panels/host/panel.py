@@ -147,10 +147,11 @@ class PanelRunner:
             self.host.log.emit(ShadowHalt(panel=self.name, rule=record.rule,
                                           message=record.message, turn=record.turn))  # fmt: skip
             return
-        by, self.halted_by = self.halted_by or record.source, ""
-        self.host.log.emit(Halted(panel=self.name, by=by, source=record.source, rule=record.rule,
-                                  message=record.message, turn=record.turn))  # fmt: skip
-        self.halted_by = by
+        # `halt_now` names who asked first; a halt the guard found itself is by its source.
+        self.halted_by = self.halted_by or record.source
+        halted = Halted(panel=self.name, by=self.halted_by, source=record.source,
+                        rule=record.rule, message=record.message, turn=record.turn)  # fmt: skip
+        self.host.log.emit(halted)
         if not self.in_turn:
             self.set_state(self.resting_state(), self.halt_detail())
         self.wakeup.set()

@@ -34,6 +34,8 @@ class HostDb:
         path: Path,
         limiter: anyio.CapacityLimiter,
         *,
+        # 5 ms while busy (a bus waiter polls every 10): the 20 ms target for a command to be
+        # applied keeps its headroom on slower machines; a quiet host parks on inotify.
         poll: float = 0.005,
         backstop: float = 1.0,
     ) -> None:

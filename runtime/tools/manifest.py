@@ -5,9 +5,6 @@ same file's bytes are hashed again. Both sides hash the same thing (raw bytes, n
 line-numbered text the Read tool returned), so an untouched file reads `fresh` for ever, an
 edited one `STALE`, a deleted one `gone`. A successful Write or Edit by the agent itself
 re-hashes a tracked file: the agent knows what it wrote.
-
-The tracker also keeps the paths the agent wrote this session, which the sentinel's
-no-progress rule counts as world state.
 """
 
 from __future__ import annotations
@@ -92,7 +89,6 @@ class FileTracker:
         self.cwd = cwd
         self._pending: dict[str, tuple[str, str]] = {}  # tool_use_id -> (tool, path)
         self.reads: dict[str, Fingerprint] = {}  # in the order first read
-        self.written: dict[str, None] = {}  # an ordered set
 
     def _path(self, call: ToolCall) -> str | None:
         raw = next((call.input[k] for k in _PATH_KEYS if isinstance(call.input.get(k), str)), None)
@@ -112,10 +108,8 @@ class FileTracker:
         if pending is None or event.is_error:
             return
         tool, path = pending
-        if tool in WRITE_TOOLS:
-            self.written[path] = None
-            if path not in self.reads:
-                return
+        if tool in WRITE_TOOLS and path not in self.reads:
+            return
         seen = await anyio.to_thread.run_sync(fingerprint, path)
         if seen is not None:
             self.reads[path] = seen

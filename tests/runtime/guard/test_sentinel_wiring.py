@@ -386,3 +386,23 @@ def test_halt_meta_is_shown_by_mnemara_show(instance: InstancePaths) -> None:
         "(limits: max_session_usd=2.0)"
     ) in text
     assert "halted: [SENTINEL HALT] repeat: Bash called 3 times (turn 4" in text
+
+
+async def test_a_guard_kept_across_sessions_logs_each_halt_once(
+    instance: InstancePaths, policy: RecordingPolicy, sentinel_on: None
+) -> None:
+    """A host keeps one guard across a panel's lives: a closed session must stop listening
+    to it, or every earlier life would write each halt to debug.log again."""
+    from runtime.guard.guard import Guard, GuardSettings
+
+    guard = Guard(policy, GuardSettings())
+    for _ in range(2):  # an earlier life, closed without a halt
+        async with open_session("t1", driver=ScriptedDriver([]), approver=policy, guard=guard):
+            pass
+    driver = ScriptedDriver([polling_turn()])
+    async with open_session(
+        "t1", driver=driver, approver=policy, git_probe=no_git, guard=guard
+    ) as s:
+        await run(s, "run the build")
+    assert guard.on_record == []
+    assert [r["event"] for r in debug_records(instance) if r["kind"] == "halt"] == ["sentinel_halt"]
