@@ -8,9 +8,10 @@ or stop at any point leaves the input row kept and marked. The caller owns cance
 cancel the scope around `async for ... in session.turn(...)`.
 
 Every tool call is decided by the session's `Guard` (runtime/guard/guard.py): budget, then
-its owner's checks, then the runtime sentinel, then the permission policy. A halt ends the turn at once with its notice
-committed; the panel then refuses turns (PanelHaltedError) until `resume()`. The agent's own
-tools (runtime/tools/) are registered with every turn as the `mnemara` MCP server.
+its owner's checks, then the runtime sentinel, then the permission policy. A halt ends the
+turn at once with its notice committed; the panel then refuses turns (PanelHaltedError)
+until `resume()`. The agent's own tools (runtime/tools/) are registered with every turn as
+the `mnemara` MCP server.
 """
 
 from __future__ import annotations
