@@ -6,13 +6,14 @@ operations as plain functions over it. Imports nothing from the rest of mnemara.
 """
 
 from peerbus.bus import Bus, open_bus
-from peerbus.busfile import BusFile, close_bus, connect_bus
+from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus
 from peerbus.claim import claim_batch
 from peerbus.errors import (
     BusBusyError,
     BusConfigError,
     BusOpenError,
     ForeignSchemaError,
+    InvalidKeyError,
     InvalidRoleError,
     PayloadEncodingError,
     PayloadError,
@@ -34,9 +35,9 @@ from peerbus.model import (
     Record,
     SettleResult,
 )
-from peerbus.queries import dead_letters, history, inbox, stats
+from peerbus.queries import dead_letters, history, inbox, settled, stats
 from peerbus.render import render_batch
-from peerbus.settle import ack, extend, nack
+from peerbus.settle import ack, extend, fail, nack
 from peerbus.submit import Outgoing, register, submit, submit_many
 from peerbus.waiter import ChangeWaiter
 from peerbus.watch import watched_paths
@@ -54,6 +55,7 @@ __all__ = [
     "Claim",
     "DeadLetter",
     "ForeignSchemaError",
+    "InvalidKeyError",
     "InvalidRoleError",
     "Message",
     "Outgoing",
@@ -68,11 +70,13 @@ __all__ = [
     "SchemaTooNewError",
     "SettleResult",
     "ack",
+    "bus_identity",
     "claim_batch",
     "close_bus",
     "connect_bus",
     "dead_letters",
     "extend",
+    "fail",
     "history",
     "inbox",
     "nack",
@@ -81,6 +85,7 @@ __all__ = [
     "register",
     "render_batch",
     "retry",
+    "settled",
     "stats",
     "submit",
     "submit_many",

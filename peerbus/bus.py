@@ -20,7 +20,7 @@ import anyio
 
 from peerbus import claim as claim_mod
 from peerbus import maintenance, queries, settle, submit
-from peerbus.busfile import BusFile, close_bus, connect_bus, sidecar_path
+from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus, sidecar_path
 from peerbus.model import BusOptions, BusStats, Claim, DeadLetter, Pending, Record, SettleResult
 from peerbus.submit import Outgoing
 from peerbus.waiter import ChangeWaiter
@@ -48,6 +48,11 @@ class Bus:
         return self.file.mode
 
     @property
+    def identity(self) -> str:
+        """The bus file's identity (a uuid4 hex): message ids are unique only within it."""
+        return bus_identity(self.file)
+
+    @property
     def notice(self) -> str | None:
         """Set in compatibility mode: the one-time explanation (also logged at open)."""
         return self.file.notice
@@ -68,8 +73,12 @@ class Bus:
         *,
         topic: str | None = None,
         recipient_epoch: int | None = None,
+        key: str | None = None,
     ) -> int:
-        """Append a message from `sender` (set by the host, never by the payload)."""
+        """Append a message from `sender` (set by the host, never by the payload).
+
+        With `key`, a message already sent with that key is not sent again: its id comes
+        back (see `submit` for the guarantee in compatibility mode)."""
         ident = await self._run(
             submit.submit,
             self.file,
@@ -78,11 +87,13 @@ class Bus:
             payload,
             topic=topic,
             recipient_epoch=recipient_epoch,
+            key=key,
         )
         self._bump()
         return ident
 
     async def submit_many(self, sender: str, messages: list[Outgoing]) -> list[int]:
+        """Append several messages in one transaction, honouring each one's key."""
         ids = await self._run(submit.submit_many, self.file, sender, messages)
         self._bump()
         return ids
@@ -127,9 +138,24 @@ class Bus:
         return await self._run(settle.ack, self.file, claim, only=only)
 
     async def nack(
-        self, claim: Claim, *, delay: float = 0.0, only: Collection[int] | None = None
+        self,
+        claim: Claim,
+        *,
+        delay: float = 0.0,
+        only: Collection[int] | None = None,
+        count: bool = True,
     ) -> SettleResult:
-        result = await self._run(settle.nack, self.file, claim, delay=delay, only=only)
+        """Give messages back. `count=False` when the batch goes back untouched (halted,
+        stopping, shutdown): only a turn that failed on its own counts an attempt."""
+        result = await self._run(settle.nack, self.file, claim, delay=delay, only=only, count=count)
+        self._bump()
+        return result
+
+    async def fail(
+        self, claim: Claim, *, reason: str, only: Collection[int] | None = None
+    ) -> SettleResult:
+        """Dead-letter the claim's messages now, with `reason`. See `settle.fail`."""
+        result = await self._run(settle.fail, self.file, claim, reason=reason, only=only)
         self._bump()
         return result
 
@@ -152,6 +178,10 @@ class Bus:
         self, *, recipient: str | None = None, limit: int = 100
     ) -> list[DeadLetter]:
         return await self._run(queries.dead_letters, self.file, recipient=recipient, limit=limit)
+
+    async def settled(self, recipient: str, ids: Collection[int]) -> set[int]:
+        """Of `ids`, those never to be delivered to `recipient` again (see queries.settled)."""
+        return await self._run(queries.settled, self.file, recipient, ids)
 
     async def stats(self) -> BusStats:
         return await self._run(queries.stats, self.file)

@@ -5,6 +5,11 @@ peerbus takes the resulting `BusFile`. Owned mode keeps delivery state in the bu
 itself. A foreign file (a `returns` table with the contract columns and nothing of ours) is
 left as it is: its journal mode and schema are not touched, the delivery state goes to a
 sidecar SQLite file attached as `side`, and acks write only the contract `status` column.
+
+Every bus has an identity (`bus_id` in the state schema's `peerbus_meta`), read once here
+and kept on the `BusFile`: message ids are only unique within one bus file, so a consumer
+that remembers ids (a turn store) keeps the identity beside them and can tell a bus that
+was deleted and made again from the one it knew.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class BusFile:
     schema_version: int
     options: BusOptions
     retry: RetryPolicy
+    # The bus's identity: a uuid4 hex made once per file (once per sidecar in compat mode).
+    identity: str
     # Set in compatibility mode: what the operator should know, said once at open.
     notice: str | None = None
     gate: WriterGate | None = None
@@ -61,6 +68,11 @@ class BusFile:
 
     def now(self) -> float:
         return self.options.clock()
+
+
+def bus_identity(file: BusFile) -> str:
+    """The identity of the open bus: stable across opens, new for a new file."""
+    return file.identity
 
 
 def sidecar_path(path: Path, options: BusOptions) -> Path:
@@ -127,7 +139,17 @@ def _prepare(
     if kind == "foreign":
         _set_wal(conn, "main", path, retry)
         log.warning("%s: adopted a foreign returns table (migrated in place)", path)
-    return BusFile(conn, path, "owned", "main", version, options, retry, None, _gate(path, options))
+    return BusFile(
+        conn,
+        path,
+        "owned",
+        "main",
+        version,
+        options,
+        retry,
+        identity=_identity(conn, "main", path, retry),
+        gate=_gate(path, options),
+    )
 
 
 def _set_wal(conn: sqlite3.Connection, schema_name: str, path: Path, retry: RetryPolicy) -> None:
@@ -143,7 +165,24 @@ def _create_or_migrate(conn: sqlite3.Connection, path: Path) -> int:
     # Re-checked under the write lock: another process may have created the table meanwhile.
     if not schema.table_exists(conn, "main", "returns"):
         conn.execute(schema.CONTRACT_DDL)
-    return schema.migrate(conn, schema="main", migrations=schema.OWNED_MIGRATIONS, path=path)
+    version = schema.migrate(conn, schema="main", migrations=schema.OWNED_MIGRATIONS, path=path)
+    schema.ensure_bus_id(conn, "main")  # made in the transaction that creates or migrates
+    return version
+
+
+def _migrate_sidecar(conn: sqlite3.Connection, side: Path) -> int:
+    version = schema.migrate(conn, schema="side", migrations=schema.SIDECAR_MIGRATIONS, path=side)
+    schema.ensure_bus_id(conn, "side")
+    return version
+
+
+def _identity(conn: sqlite3.Connection, state: str, path: Path, retry: RetryPolicy) -> str:
+    """Read the bus's identity; make it (under the write lock) only when the file has none."""
+    found = run_read(conn, lambda c: schema.read_bus_id(c, state), path=path, retry=retry)
+    if found is not None:
+        return found
+    # Only a file whose id was removed by hand gets here: migrations make it otherwise.
+    return run_write(conn, lambda c: schema.ensure_bus_id(c, state), path=path, retry=retry)
 
 
 def _attach_sidecar(
@@ -163,14 +202,7 @@ def _attach_sidecar(
         ) from exc
     version = run_read(conn, lambda c: schema.user_version(c, "side"), path=path, retry=retry)
     if version != len(schema.SIDECAR_MIGRATIONS):
-        version = run_write(
-            conn,
-            lambda c: schema.migrate(
-                c, schema="side", migrations=schema.SIDECAR_MIGRATIONS, path=side
-            ),
-            path=path,
-            retry=retry,
-        )
+        version = run_write(conn, lambda c: _migrate_sidecar(c, side), path=path, retry=retry)
     notice = (
         f"{path}: foreign `returns` table (contract columns only): compatibility mode. "
         f"Receipts, leases and watermarks are kept in {side}; acks write only `status`; "
@@ -179,8 +211,11 @@ def _attach_sidecar(
     if not run_read(conn, schema.has_autoincrement, path=path, retry=retry):
         notice += " The table has no AUTOINCREMENT, so prune keeps its newest row."
     log.warning("%s", notice)
+    identity = _identity(conn, "side", path, retry)
     gate = _gate(side, options)
-    return BusFile(conn, path, "compat", "side", version, options, retry, notice, gate)
+    return BusFile(
+        conn, path, "compat", "side", version, options, retry, identity, notice=notice, gate=gate
+    )
 
 
 def _gate(state_file: Path, options: BusOptions) -> WriterGate | None:

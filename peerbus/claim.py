@@ -5,7 +5,12 @@ never take the write lock. Then, in one BEGIN IMMEDIATE transaction, it reads ca
 rows in id order (lazily: a 10,000-row burst is not loaded at once), plans with the pure
 `routing.plan_claim`, and writes leases, noise acks and dead letters. A transaction looks at
 no more than SCAN_CAP rows, so a burst of noise is worked off in short transactions that
-let other writers in, until the claim has something to deliver or nothing is left.
+let other writers in, until the claim has something to deliver or nothing is left. The
+claim reports what every one of those steps dead-lettered (`Claim.dead_letters`).
+
+Leasing a row counts a delivery (`deliveries`), never an attempt: `attempts` counts only
+the turns that failed on the row (`settle.nack(count=True)`), so a delivery cut off by the
+host's death does not bring the row closer to `max_attempts` (see routing.py).
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ def claim_batch(
     route = Route.of(recipient, senders)
     budget = Budget(max(1, max_messages), max(1, max_tokens))
     token = uuid.uuid4().hex
-    noise = failed = 0
+    noise = 0
+    dead: list[tuple[int, str]] = []
     epoch = 0
     flush_status(bus)  # finish a foreign-status write a crash interrupted (compat only)
     while True:
@@ -67,7 +73,7 @@ def claim_batch(
         if step.plan.noise:
             flush_status(bus)  # noise acks to the foreign table, in their own transaction
         noise += len(step.plan.noise)
-        failed += len(step.plan.failed)
+        dead += step.plan.failed
         if step.plan.deliver or not step.more:
             return Claim(
                 token=token,
@@ -75,13 +81,14 @@ def claim_batch(
                 epoch=step.epoch,
                 messages=step.plan.deliver,
                 noise_acked=noise,
-                failed=failed,
+                failed=len(dead),
                 lease_until=now + lease if step.plan.deliver else 0.0,
                 generation=generation,
+                dead_letters=tuple(dead),
             )
     if epoch == 0:
         epoch = bus.read(lambda c: _epoch_of(c, bus, recipient))
-    return Claim(token, recipient, epoch, (), noise, failed, 0.0, generation)
+    return Claim(token, recipient, epoch, (), noise, len(dead), 0.0, generation, tuple(dead))
 
 
 def _epoch_of(conn: sqlite3.Connection, bus: BusFile, recipient: str) -> int:
@@ -151,13 +158,14 @@ def _claim_step(
     finally:
         cursor.close()
     if plan.deliver:
+        # A claim counts a delivery, not an attempt: only a failed turn's nack does that.
         conn.executemany(
             f"""INSERT INTO {bus.state}.peerbus_receipts
-                    (message_id, recipient, state, claim_token, lease_until, attempts, epoch)
+                    (message_id, recipient, state, claim_token, lease_until, deliveries, epoch)
                 VALUES (?, ?, 'leased', ?, ?, 1, ?)
                 ON CONFLICT (message_id, recipient) DO UPDATE SET
                     state = 'leased', claim_token = excluded.claim_token,
-                    lease_until = excluded.lease_until, attempts = attempts + 1,
+                    lease_until = excluded.lease_until, deliveries = deliveries + 1,
                     epoch = excluded.epoch""",
             [(m.id, route.recipient, token, now + lease, epoch) for m in plan.deliver],
         )

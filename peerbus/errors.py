@@ -7,12 +7,13 @@ PeerbusError                  root of everything peerbus raises on purpose
 │   └── SchemaTooNewError     the file was migrated by a newer peerbus
 ├── BusBusyError              the write lock stayed taken past the retry deadline
 ├── InvalidRoleError          a sender, recipient or sender filter is not a usable role name
+├── InvalidKeyError           an idempotency key handed to `submit` is not usable
 └── PayloadError              a payload handed to `submit` is refused
     ├── PayloadNotObjectError the payload is not a JSON object
     ├── PayloadTooLargeError  the encoded payload is over the size cap
     └── PayloadEncodingError  the payload cannot be encoded as JSON (or nests too deep)
 
-A claim that lost its lease is not an error: `ack`, `nack` and `extend` return a
+A claim that lost its lease is not an error: `ack`, `nack`, `fail` and `extend` return a
 `SettleResult` that lists the lost ids. Bad rows found while claiming are not errors either:
 they are dead-lettered with a reason and the rest of the batch keeps flowing.
 """
@@ -91,6 +92,20 @@ class InvalidRoleError(PeerbusError):
         )
         self.role = role
         self.field = field
+
+
+class InvalidKeyError(PeerbusError):
+    """Raised by `submit` when an idempotency key is not a string of 1 to `limit` characters;
+    nothing was written."""
+
+    def __init__(self, *, key: object, limit: int) -> None:
+        shown = repr(key) if not isinstance(key, str) or len(key) <= 40 else repr(key[:40]) + "..."
+        super().__init__(
+            f"idempotency key {shown} is not usable: give a string of 1-{limit} characters "
+            "that names this send (e.g. panel, turn and call), or no key"
+        )
+        self.key = key
+        self.limit = limit
 
 
 class PayloadError(PeerbusError):

@@ -20,7 +20,9 @@ def prune(bus: BusFile, *, older_than: float) -> int:
 
     Dead letters are kept until retried. In compatibility mode, where the foreign table has
     no completed_at, the age is taken from submitted_at. The newest row is always kept, so
-    a table without AUTOINCREMENT cannot hand its id out again.
+    a table without AUTOINCREMENT cannot hand its id out again. The idempotency keys of
+    the rows it deletes go with them (keys are forgotten with their message, not by their
+    own age): a key whose message is still on the bus keeps answering with its id.
     """
     cutoff = iso(bus.now() - older_than)
     age = "completed_at" if bus.mode == "owned" else "submitted_at"
@@ -31,11 +33,12 @@ def prune(bus: BusFile, *, older_than: float) -> int:
 
     def work(conn: sqlite3.Connection) -> int:
         ids = ids_json([int(r[0]) for r in conn.execute(select, (cutoff,))])
-        conn.execute(
-            f"""DELETE FROM {bus.state}.peerbus_receipts
-                 WHERE message_id IN (SELECT value FROM json_each(?))""",
-            (ids,),
-        )
+        for table in ("peerbus_receipts", "peerbus_sent"):
+            conn.execute(
+                f"""DELETE FROM {bus.state}.{table}
+                     WHERE message_id IN (SELECT value FROM json_each(?))""",
+                (ids,),
+            )
         cursor = conn.execute(
             "DELETE FROM main.returns WHERE id IN (SELECT value FROM json_each(?))", (ids,)
         )

@@ -40,9 +40,10 @@ class BusOptions:
     # Payloads nested deeper than this are dead-lettered (and refused by submit): the
     # renderer and json.dumps recurse, and no real message needs more.
     max_depth: int = 64
-    # A message delivered this many times without an ack is dead-lettered at the next claim.
+    # A message whose turn failed this many times (nacks with count=True) is dead-lettered
+    # at its next claim. Deliveries cut off by a crash or an expired lease do not count.
     max_attempts: int = 5
-    # A message delivered this many times without an ack is delivered alone, so one poison
+    # A message whose turn failed this many times is delivered alone, so one poison
     # message cannot keep taking its batch-mates down with it.
     isolate_after: int = 2
     busy_timeout: float = 5.0
@@ -87,6 +88,8 @@ class Message:
     topic: str | None
     payload: dict[str, Any]
     submitted_at: str
+    # 1 + the turns that failed on this message before: a redelivery after a crash is
+    # still attempt 1.
     attempt: int = 1
     # The recipient's epoch the sender addressed; stale when older than the claim's epoch.
     recipient_epoch: int | None = None
@@ -111,6 +114,8 @@ class Claim:
     lease_until: float = 0.0
     # The bus's change counter when the claim started; pass it to wait_for_change.
     generation: int = 0
+    # (id, reason) of every row this claim dead-lettered; `failed` is their count.
+    dead_letters: tuple[tuple[int, str], ...] = ()
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -119,7 +124,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class SettleResult:
-    """What an ack, nack or extend changed. `lost`: ids a newer claim holds now."""
+    """What an ack, nack, fail or extend changed. `lost`: ids a newer claim holds now."""
 
     settled: tuple[int, ...]
     lost: tuple[int, ...] = ()
@@ -135,9 +140,10 @@ class Pending:
     recipient: str | None
     topic: str | None
     state: Literal["new", "leased", "waiting"]
-    attempts: int
+    attempts: int  # turns that failed on it
     submitted_at: str
     payload_json: str
+    deliveries: int = 0  # claims that handed it out, cut-off ones included
 
 
 @dataclass(frozen=True)
@@ -163,9 +169,10 @@ class DeadLetter:
     sender: str
     topic: str | None
     reason: str
-    attempts: int
+    attempts: int  # turns that failed on it
     failed_at: str | None
     payload_json: str
+    deliveries: int = 0  # claims that handed it out, cut-off ones included
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peerbus.errors import (
+    InvalidKeyError,
     InvalidRoleError,
     PayloadEncodingError,
     PayloadNotObjectError,
@@ -19,6 +20,7 @@ from peerbus.errors import (
 )
 
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
+MAX_KEY = 200
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,14 @@ def check_role(role: str, *, field: str) -> str:
     if not isinstance(role, str) or not _ROLE.fullmatch(role):
         raise InvalidRoleError(role=str(role), field=field)
     return role
+
+
+def check_key(key: object) -> str:
+    """Return `key` if it is a usable idempotency key (1-MAX_KEY characters of text), else
+    raise InvalidKeyError."""
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+        raise InvalidKeyError(key=key, limit=MAX_KEY)
+    return key
 
 
 def json_kind(value: object) -> str:

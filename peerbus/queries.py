@@ -35,7 +35,7 @@ def inbox(
     now = bus.now()
     columns = """r.id, r.agent_role, r.recipient_role, r.task_id, r.submitted_at,
                  r.payload_json, d.state, d.lease_until, d.available_at,
-                 coalesce(d.attempts, 0)"""
+                 coalesce(d.attempts, 0), coalesce(d.deliveries, 0)"""
 
     def work(conn: sqlite3.Connection) -> list[Pending]:
         mark = conn.execute(
@@ -62,6 +62,7 @@ def inbox(
                     attempts=int(row[9]),
                     submitted_at=_text(row[4]),
                     payload_json=_text(row[5]),
+                    deliveries=int(row[10]),
                 )
             )
         return out
@@ -109,7 +110,7 @@ def dead_letters(
     """Messages given up for a recipient, with the reason, oldest first."""
     where = "d.state = 'failed'" + (" AND d.recipient = :recipient" if recipient else "")
     sql = f"""SELECT d.message_id, d.recipient, r.agent_role, r.task_id, d.reason,
-                     d.attempts, d.completed_at, r.payload_json
+                     d.attempts, d.completed_at, r.payload_json, d.deliveries
                 FROM {bus.state}.peerbus_receipts AS d
                 JOIN main.returns AS r ON r.id = d.message_id
                WHERE {where} ORDER BY d.message_id LIMIT :limit"""
@@ -125,11 +126,24 @@ def dead_letters(
                 int(r[5]),
                 _opt(r[6]),
                 _text(r[7]),
+                int(r[8]),
             )
             for r in conn.execute(sql, {"recipient": recipient, "limit": limit})
         ]
 
     return bus.read(work)
+
+
+def settled(bus: BusFile, recipient: str, ids: Collection[int]) -> set[int]:
+    """Of `ids`, those that can never be delivered to `recipient` again: acked or
+    dead-lettered for it, or no longer on the bus at all (pruned)."""
+    wanted = json.dumps(sorted({int(i) for i in ids}))
+    sql = f"""SELECT j.value FROM json_each(?) AS j
+               WHERE NOT EXISTS (SELECT 1 FROM main.returns AS r WHERE r.id = j.value)
+                  OR EXISTS (SELECT 1 FROM {bus.state}.peerbus_receipts AS d
+                              WHERE d.message_id = j.value AND d.recipient = ?
+                                AND d.state IN ('done', 'failed'))"""
+    return bus.read(lambda conn: {int(r[0]) for r in conn.execute(sql, (wanted, recipient))})
 
 
 def stats(bus: BusFile) -> BusStats:

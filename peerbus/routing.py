@@ -2,9 +2,17 @@
 
 Pure: the SQL layer fetches candidate rows in id order and applies the plan. Rows are
 judged one by one; a bad row (unparseable, too deep, not an object, over the size cap, or
-delivered `max_attempts` times without an ack) is dead-lettered with its reason and never
-stops the rows after it. Protocol noise is acked without a turn. Everything else, known
-type or not, is delivered, until the batch reaches `max_messages` or `max_tokens`.
+one whose turn already failed `max_attempts` times) is dead-lettered with its reason and
+never stops the rows after it. Protocol noise is acked without a turn. Everything else,
+known type or not, is delivered, until the batch reaches `max_messages` or `max_tokens`.
+
+`attempts` counts failures only: the turns that failed on the message and gave it back
+with `nack(count=True)`. A delivery cut off by the host's death, an expired lease, a
+restart's release or a batch given back untouched says nothing about the message and does
+not count, so kill -9 can redeliver a message any number of times without dead-lettering
+it. The consumer normally dead-letters on its own terms (`settle.fail`); the
+`max_attempts` rule here is the backstop, and `isolate_after` delivers a message that
+failed before alone.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ class Candidate:
     nbytes: int | None
     submitted_at: str
     recipient_epoch: int | None
-    attempts: int  # deliveries to this recipient so far, none acked
+    attempts: int  # turns that failed on it for this recipient (crashes do not count)
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ def plan_claim(
     examined = 0
     for row in candidates:
         if row.attempts >= options.max_attempts:
-            b.failed.append((row.id, f"not acked after {row.attempts} deliveries"))
+            b.failed.append((row.id, f"its turn failed {row.attempts} times"))
             examined += 1
             continue
         decoded = decode_payload(

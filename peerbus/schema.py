@@ -5,18 +5,25 @@ from exactly that table, so a created file and an adopted one end up alike. Migr
 add (ALTER TABLE ... ADD COLUMN, new tables, new indexes): the table is never rebuilt, so
 AUTOINCREMENT and its `sqlite_sequence` row survive, and no id is ever handed out twice.
 
-The delivery state lives in three `peerbus_*` tables, in the bus file when peerbus owns it,
-or in a sidecar file (attached as `side`) when the bus file is foreign:
-- `peerbus_receipts`: one row per (message, recipient): lease, claim token, attempts, epoch,
-  done / failed, so a broadcast is delivered to and acked by every recipient on its own;
+The delivery state lives in `peerbus_*` tables, in the bus file when peerbus owns it, or in
+a sidecar file (attached as `side`) when the bus file is foreign:
+- `peerbus_receipts`: one row per (message, recipient): lease, claim token, epoch, done /
+  failed, so a broadcast is delivered to and acked by every recipient on its own.
+  `attempts` counts the deliveries whose turn failed on its own (a nack with count=True);
+  `deliveries` counts every claim that handed the message out, cut-off ones included
+  (a host killed mid-turn, an expired lease): informational only, since a crash says
+  nothing about the message;
 - `peerbus_recipients`: each recipient's epoch, sender filter, noise count and watermark;
-- `peerbus_meta`: marks the file as peerbus's.
-`PRAGMA user_version` counts the migrations applied to that file.
+- `peerbus_sent`: the idempotency keys of keyed submits, with the id each one produced;
+- `peerbus_meta`: marks the file as peerbus's, and holds `bus_id`, the bus's identity (a
+  uuid4 hex made once per file), which tells message ids of different bus files apart.
+`PRAGMA user_version` counts the migrations applied to that file: 2 for both kinds today.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
 from peerbus.errors import ForeignSchemaError, SchemaTooNewError
@@ -78,6 +85,24 @@ def state_tables(schema: str) -> tuple[str, ...]:
     )
 
 
+def counts_and_keys(schema: str) -> tuple[str, ...]:
+    """Migration 2 of the state tables: delivery counts apart from failures, and sent keys."""
+    return (
+        f"ALTER TABLE {schema}.peerbus_receipts ADD COLUMN deliveries INTEGER NOT NULL DEFAULT 0",
+        # Until now `attempts` counted claims, which is what `deliveries` counts. The old
+        # count is kept as the failure count too: it can only overstate the failures, so
+        # no poison message gets more turns than the old rule gave it.
+        f"UPDATE {schema}.peerbus_receipts SET deliveries = attempts",
+        f"""CREATE TABLE {schema}.peerbus_sent (
+            key TEXT PRIMARY KEY,
+            message_id INTEGER NOT NULL,
+            sent_at TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        # prune forgets the keys of the rows it deletes, looked up by message id.
+        f"CREATE INDEX {schema}.peerbus_sent_message ON peerbus_sent (message_id)",
+    )
+
+
 # Migration n (1-based) takes user_version from n - 1 to n.
 OWNED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -89,6 +114,7 @@ OWNED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "WHERE status = 'pending'",
         *state_tables("main"),
     ),
+    counts_and_keys("main"),
 )
 SIDECAR_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -96,7 +122,28 @@ SIDECAR_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Direct rows acked here whose foreign `status` is still to be written (compat.py).
         "CREATE TABLE side.peerbus_status_outbox (message_id INTEGER PRIMARY KEY)",
     ),
+    counts_and_keys("side"),
 )
+
+
+def read_bus_id(conn: sqlite3.Connection, schema: str) -> str | None:
+    """The bus's identity from `{schema}.peerbus_meta`, or None when it has none yet."""
+    row = conn.execute(f"SELECT value FROM {schema}.peerbus_meta WHERE key = 'bus_id'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def ensure_bus_id(conn: sqlite3.Connection, schema: str) -> str:
+    """Give the bus its identity unless it has one; call inside BEGIN IMMEDIATE.
+
+    INSERT OR IGNORE then a re-read: when two processes open a file that lacks one, the
+    first to take the write lock makes it and the second reads that same one back.
+    """
+    fresh = uuid.uuid4().hex
+    conn.execute(
+        f"INSERT OR IGNORE INTO {schema}.peerbus_meta (key, value) VALUES ('bus_id', ?)",
+        (fresh,),
+    )
+    return read_bus_id(conn, schema) or fresh
 
 
 def table_exists(conn: sqlite3.Connection, schema: str, table: str) -> bool:

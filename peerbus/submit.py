@@ -5,6 +5,19 @@ never a field of the payload: a payload that says `"from": "watchdog"` is just d
 payload must be a JSON object under the size cap; a refused payload raises before any
 write. A direct message is stamped with the recipient's current epoch, so a message sent
 to a panel that restarts before reading it is delivered flagged `stale_epoch`.
+
+A submit can carry an idempotency key, so a sender that cannot tell whether its submit
+went through (a turn cut off by the host's death, replayed after the restart) can send
+again without sending twice. The key is recorded in `peerbus_sent`, in the same write
+transaction as the row; a key already there returns the id it produced and writes
+nothing. Keys are one namespace per bus: put the sender and what makes the send unique in
+them (e.g. panel, turn and call). A key lasts until `prune` deletes its message.
+
+In owned mode the row and its key commit together (one file). In compatibility mode the
+key lives in the sidecar and the row in the foreign file, and SQLite does not commit two
+files atomically when one is in WAL mode: a crash (or a power cut: the sidecar commits
+without fsync) between the two files' commits can leave a foreign row whose key was not
+recorded, and a retry with that key then sends a second copy.
 """
 
 from __future__ import annotations
@@ -16,7 +29,7 @@ from typing import Any
 
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route
-from peerbus.payload import check_role, encode_payload
+from peerbus.payload import check_key, check_role, encode_payload
 from peerbus.receipts import iso
 
 
@@ -29,6 +42,8 @@ class Outgoing:
     topic: str | None = None
     # The recipient epoch this message is meant for; None: the recipient's current epoch.
     recipient_epoch: int | None = None
+    # Idempotency key: a second submit with the same key writes nothing, returns the first id.
+    key: str | None = None
 
 
 def submit(
@@ -39,18 +54,26 @@ def submit(
     *,
     topic: str | None = None,
     recipient_epoch: int | None = None,
+    key: str | None = None,
 ) -> int:
-    """Append one message; returns its id."""
-    return submit_many(bus, sender, [Outgoing(recipient, payload, topic, recipient_epoch)])[0]
+    """Append one message; returns its id (with a `key` already sent: that message's id)."""
+    message = Outgoing(recipient, payload, topic, recipient_epoch, key)
+    return submit_many(bus, sender, [message])[0]
 
 
 def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list[int]:
-    """Append several messages in one transaction; returns their ids in order."""
+    """Append several messages in one transaction; returns their ids in order.
+
+    A keyed message whose key was sent before (by an earlier call, or earlier in this one)
+    is not written again: its place in the result holds the id the key produced.
+    """
     check_role(sender, field="sender")
     rows = []
     for m in messages:
         if m.recipient is not None:
             check_role(m.recipient, field="recipient")
+        if m.key is not None:
+            check_key(m.key)
         text = encode_payload(
             m.payload, max_bytes=bus.options.max_payload_bytes, max_depth=bus.options.max_depth
         )
@@ -61,6 +84,11 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
         when = iso(bus.now())
         ids = []
         for m, text, topic in rows:
+            if m.key is not None:
+                sent = _sent_id(conn, bus, m.key)
+                if sent is not None:
+                    ids.append(sent)
+                    continue
             if bus.mode == "owned":
                 epoch = m.recipient_epoch
                 if epoch is None and m.recipient is not None:
@@ -78,10 +106,24 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
                        VALUES (?, ?, ?, ?, 'pending', ?)""",
                     (sender, m.recipient, topic, text, when),
                 )
-            ids.append(int(cursor.lastrowid or 0))
+            ident = int(cursor.lastrowid or 0)
+            if m.key is not None:
+                conn.execute(
+                    f"""INSERT INTO {bus.state}.peerbus_sent (key, message_id, sent_at)
+                        VALUES (?, ?, ?)""",
+                    (m.key, ident, when),
+                )
+            ids.append(ident)
         return ids
 
     return bus.write(work, durable=True)
+
+
+def _sent_id(conn: sqlite3.Connection, bus: BusFile, key: str) -> int | None:
+    row = conn.execute(
+        f"SELECT message_id FROM {bus.state}.peerbus_sent WHERE key = ?", (key,)
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 def _current_epoch(conn: sqlite3.Connection, bus: BusFile, recipient: str) -> int | None:
@@ -106,7 +148,8 @@ def register(
     recipient count for them: a broadcast is closed only when every registered recipient
     that takes it is finished with it. With `release`, leases the recipient's previous
     incarnation held are given back at once instead of at their expiry (one consumer per
-    recipient role is the host's model).
+    recipient role is the host's model), with no attempt counted: that incarnation's death
+    says nothing about the messages.
     """
     route = Route.of(recipient, senders)
 

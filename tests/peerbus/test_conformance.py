@@ -2,7 +2,9 @@
 async backends (asyncio, trio). A second backend joins by adding a `flavour` param.
 
 Delivery: at least once, in id order, never acked before processing; broadcasts per
-recipient; nacks, lease expiry and restarts redeliver; stale claims cannot settle.
+recipient; nacks, lease expiry and restarts redeliver; stale claims cannot settle. How
+messages are given up (attempts, `fail`) is in test_dead_letters.py, keyed submits in
+test_keys.py.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ async def test_nacked_message_below_the_cursor_is_redelivered(
         second = await bus.claim("b", max_messages=1)
         assert (first.ids, second.ids) == ((one,), (two,))
         await bus.ack(second)
-        await bus.nack(first)
+        await bus.nack(first)  # its turn failed: one attempt counted
         again = await bus.claim("b")
         assert again.ids == (one,)
         assert again.messages[0].attempt == 2
@@ -169,18 +171,22 @@ async def test_poison_message_is_dead_lettered_while_others_flow(
         poison = ids[1]
         processed: list[int] = []
         for _ in range(10):
-            claim = await bus.claim("b", lease=5)
+            claim = await bus.claim("b")
             if not claim.messages:
                 break
             if poison in claim.ids:
-                clock.advance(6)  # the consumer dies on it; its lease runs out
+                # The turn fails on it, on its own: every id of the batch counts an attempt,
+                # until after isolate_after failures each one is delivered alone.
+                await bus.nack(claim)
                 continue
             processed += claim.ids
             await bus.ack(claim)
         assert sorted(processed) == [ids[0], ids[2]]
         dead = await bus.dead_letters()
         assert [(d.id, d.recipient) for d in dead] == [(poison, "b")]
-        assert "3 deliveries" in dead[0].reason
+        assert "its turn failed 3 times" in dead[0].reason
+        # Two turns with the whole batch, one alone; the claim that gave it up delivered nothing.
+        assert (dead[0].attempts, dead[0].deliveries) == (3, 3)
 
 
 async def test_silent_auto_ack_acks_only_the_noise(bus_path: Path, options: Options) -> None:

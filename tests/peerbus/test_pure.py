@@ -113,6 +113,7 @@ def test_plan_dead_letters_bad_rows_without_stopping() -> None:
     plan = plan_claim(rows, epoch=1, budget=WIDE, options=OPTS)
     assert [m.id for m in plan.deliver] == [2, 4]
     assert [i for i, _ in plan.failed] == [1, 3]
+    assert plan.failed[1][1] == "its turn failed 4 times"  # attempts are failed turns
 
 
 def test_plan_isolates_messages_that_failed_before() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,23 @@ from peerbus import (
     BusOptions,
     ForeignSchemaError,
     SchemaTooNewError,
+    bus_identity,
+    claim_batch,
     close_bus,
     connect_bus,
+    inbox,
+    open_bus,
     submit,
 )
-from peerbus.schema import CONTRACT_COLUMNS
+from peerbus.busfile import sidecar_path
+from peerbus.schema import (
+    CONTRACT_COLUMNS,
+    CONTRACT_DDL,
+    OWNED_MIGRATIONS,
+    SIDECAR_MIGRATIONS,
+    ensure_bus_id,
+)
+from tests.peerbus.conftest import make_foreign
 
 HAND_MADE = """CREATE TABLE returns (id INTEGER PRIMARY KEY AUTOINCREMENT, agent_role TEXT,
     recipient_role TEXT, task_id TEXT, payload_json TEXT, status TEXT, submitted_at TEXT)"""
@@ -60,7 +73,7 @@ def _hand_made(path: Path, rows: int = 0) -> Path:
 def test_a_new_file_has_the_contract_columns_first_and_our_additions(tmp_path: Path) -> None:
     bus = connect_bus(tmp_path / "bus.sqlite")
     try:
-        assert bus.mode == "owned" and bus.schema_version == 1
+        assert bus.mode == "owned" and bus.schema_version == 2
         assert bus.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         close_bus(bus)
@@ -82,7 +95,7 @@ def test_autoincrement_survives_so_no_id_is_handed_out_twice(tmp_path: Path) -> 
 def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
     for _ in range(2):
         bus = connect_bus(tmp_path / "bus.sqlite")
-        assert bus.schema_version == 1
+        assert bus.schema_version == 2
         close_bus(bus)
 
 
@@ -153,7 +166,7 @@ def test_a_file_from_a_newer_peerbus_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(SchemaTooNewError) as err:
         connect_bus(tmp_path / "bus.sqlite")
-    assert (err.value.found, err.value.supported) == (99, 1)
+    assert (err.value.found, err.value.supported) == (99, 2)
 
 
 def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> None:
@@ -161,3 +174,107 @@ def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(BusOpenError, match="file is not a database"):
         connect_bus(path)
+
+
+def _version_1(path: Path, flavour: str) -> Path:
+    """A bus file as the previous peerbus (schema v1) left it, with one message that was
+    claimed three times (v1 counted every claim as an attempt) and given back."""
+    if flavour == "compat":
+        conn = sqlite3.connect(make_foreign(path), isolation_level=None)
+        conn.execute("ATTACH DATABASE ? AS side", (str(sidecar_path(path, BusOptions())),))
+        statements, schema = SIDECAR_MIGRATIONS[0], "side"
+    else:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute(CONTRACT_DDL)
+        statements, schema = OWNED_MIGRATIONS[0], "main"
+    for statement in statements:
+        conn.execute(statement)
+    conn.execute(f"PRAGMA {schema}.user_version = 1")
+    conn.execute(
+        "INSERT INTO main.returns (agent_role, recipient_role, payload_json, status,"
+        " submitted_at) VALUES ('a', 'b', '{\"n\": 1}', 'pending', 't')"
+    )
+    conn.execute(
+        f"""INSERT INTO {schema}.peerbus_receipts (message_id, recipient, state, attempts)
+            VALUES (1, 'b', 'waiting', 3)"""
+    )
+    conn.close()
+    return path
+
+
+def test_a_version_1_bus_migrates_in_place(bus_path: Path, flavour: str) -> None:
+    bus_path.unlink(missing_ok=True)
+    bus = connect_bus(_version_1(bus_path, flavour))
+    try:
+        assert (bus.mode, bus.schema_version) == (flavour, 2)
+        assert len(OWNED_MIGRATIONS) == len(SIDECAR_MIGRATIONS) == 2
+        [pending] = inbox(bus, "b")
+        # v1's claim count becomes the delivery count, and stays as an upper bound of the
+        # failures, so no message gets more turns than v1 would have given it.
+        assert (pending.attempts, pending.deliveries) == (3, 3)
+        assert uuid.UUID(hex=bus.identity).version == 4
+        assert submit(bus, "a", "b", {"n": 2}, key="k") == submit(bus, "a", "b", {}, key="k") == 2
+        claim = claim_batch(bus, "b")
+        assert claim.ids == (1,) and claim.messages[0].attempt == 4  # isolated: 3 >= 2
+    finally:
+        close_bus(bus)
+    again = connect_bus(bus_path)
+    try:
+        assert again.schema_version == 2 and again.identity == bus.identity
+    finally:
+        close_bus(again)
+
+
+def _remake(bus_path: Path, flavour: str) -> None:
+    """Delete the bus file (and its sidecar) and make it again."""
+    for path in bus_path.parent.glob(bus_path.name + "*"):
+        path.unlink()
+    if flavour == "compat":
+        make_foreign(bus_path)
+
+
+@pytest.mark.anyio
+async def test_the_bus_identity_is_stable_and_a_new_file_gets_a_new_one(
+    bus_path: Path, flavour: str
+) -> None:
+    first = connect_bus(bus_path)
+    try:
+        ident = bus_identity(first)
+    finally:
+        close_bus(first)
+    assert uuid.UUID(hex=ident).version == 4 and uuid.UUID(hex=ident).hex == ident
+    async with open_bus(bus_path) as bus:
+        assert bus.identity == ident
+    _remake(bus_path, flavour)
+    async with open_bus(bus_path) as remade:
+        assert remade.identity != ident and len(remade.identity) == 32
+
+
+def test_a_bus_that_lost_its_identity_gets_one_on_open(bus_path: Path, flavour: str) -> None:
+    close_bus(connect_bus(bus_path))
+    state = sidecar_path(bus_path, BusOptions()) if flavour == "compat" else bus_path
+    raw = sqlite3.connect(state, isolation_level=None)
+    try:
+        raw.execute("DELETE FROM peerbus_meta WHERE key = 'bus_id'")
+        bus = connect_bus(bus_path)
+        close_bus(bus)
+        stored = raw.execute("SELECT value FROM peerbus_meta WHERE key = 'bus_id'").fetchone()
+        assert stored == (bus.identity,)
+    finally:
+        raw.close()
+    again = connect_bus(bus_path)
+    close_bus(again)
+    assert again.identity == bus.identity
+
+
+def test_making_the_identity_keeps_one_another_process_made_first(tmp_path: Path) -> None:
+    bus = connect_bus(tmp_path / "bus.sqlite")
+    close_bus(bus)
+    # The loser of a race: it found no id, then took the write lock after the winner.
+    late = sqlite3.connect(tmp_path / "bus.sqlite", isolation_level=None)
+    try:
+        late.execute("BEGIN IMMEDIATE")
+        assert ensure_bus_id(late, "main") == bus.identity
+        late.execute("COMMIT")
+    finally:
+        late.close()
