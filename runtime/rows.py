@@ -1,12 +1,18 @@
-"""The values a turn store holds: content blocks, rows, slots and markers.
+"""The values a turn store holds: content blocks, rows, slots, markers, and delivery state.
 
 A content block is a JSON object kept exactly as the model service shaped it
 (`{"type": "text", "text": ...}`, `tool_use`, `tool_result`, `thinking`), so nothing is lost
 between the SDK, the store and an export.
+
+Delivery state (`Consumed`, `OutboxDraft`, `OutboxEntry`) is what a turn took in and what it
+asked to send. The runtime knows nothing of the bus: a `source` is an opaque name the owner
+gives, and message ids are plain integers.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,6 +73,73 @@ class NewRow:
     pinned: bool = False
     label: str = ""
     consumed_ids: tuple[int, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """The message ids a turn consumed, and the source they came from.
+
+    `source` names where the ids are unique (the host passes its bus file's identity); the
+    runtime attaches no meaning to it. The empty source means "unknown" and matches any.
+    """
+
+    source: str
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OutboxDraft:
+    """A send a turn queued; written to the outbox when (and only if) the turn commits.
+
+    `recipient` None means everyone; `key` is the idempotency key the publisher passes on.
+    """
+
+    recipient: str | None
+    payload: dict[str, Any]
+    topic: str | None
+    key: str
+
+    @classmethod
+    def new(cls, recipient: str | None, payload: dict[str, Any], topic: str | None) -> OutboxDraft:
+        """A draft with a fresh key; ValueError unless `payload` is a JSON-serialisable object.
+
+        The payload is copied through JSON now: what is sent is the payload as queued, whatever
+        the caller does with its dict later, and NaN or an unknown type is refused here rather
+        than when the turn commits."""
+        if not isinstance(payload, dict):
+            raise ValueError(
+                f"a send's payload must be a JSON object, not {type(payload).__name__}"
+            )
+        try:
+            copy = json.loads(json.dumps(payload, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a send's payload must be JSON-serialisable: {exc}") from exc
+        return cls(recipient, copy, topic, uuid.uuid4().hex)
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    """A stored send: pending until `published_at` (with the bus `message_id`) or `failed`."""
+
+    id: int
+    key: str
+    label: str  # f"{user_row_id}.{position}", the id the model was given
+    user_row_id: int
+    position: int  # 0-based order among the turn's sends
+    recipient: str | None
+    topic: str | None
+    payload: dict[str, Any]
+    created_at: str
+    published_at: str | None
+    message_id: int | None
+    failed: str | None  # why the publisher gave up on it
+    failed_at: str | None = None
+    source: str = ""  # where the turn's input came from ('' unknown: any publisher takes it)
+
+
+def send_label(user_row_id: int, position: int) -> str:
+    """The human id of a turn's send, as the model is told it."""
+    return f"{user_row_id}.{position}"
 
 
 def estimate_tokens(text: str) -> int:

@@ -2,10 +2,16 @@
 
 A turn: the role doc is read from disk; the input row is stored as in flight; the prompt is
 assembled from the stored window; the driver streams events; then, in one transaction, the
-assistant row is appended and the input row marked complete (with the bus ids it consumed);
-then the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. A crash
+assistant row is appended, the input row marked complete, the message ids it consumed recorded
+(under the caller's `source`) and the sends it queued (`queue_send`) put in the outbox; then
+the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. A crash
 or stop at any point leaves the input row kept and marked. The caller owns cancellation:
 cancel the scope around `async for ... in session.turn(...)`.
+
+Delivery: a turn that commits (finished, halted, or stopped half way) has consumed its
+messages and sends what it queued; a turn that failed (a driver error) or died with the
+process has done neither, so its messages come again and a re-run cannot send twice. The
+owner acks what `store.committed(source, ids)` returns and publishes `store.outbox_pending()`.
 
 Every tool call is decided by the session's `Guard` (runtime/guard/guard.py): budget, then
 its owner's checks, then the runtime sentinel, then the permission policy. A halt ends the
@@ -58,7 +64,7 @@ from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
 from runtime.roledoc import RoleDocSource, read_role_doc
-from runtime.rows import NewRow, estimate_tokens
+from runtime.rows import Consumed, NewRow, OutboxDraft, estimate_tokens, send_label
 from runtime.store import AsyncTurnStore, open_turn_store
 from runtime.tools import build_tools
 from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
@@ -66,6 +72,9 @@ from runtime.tools.manifest import FileTracker
 from runtime.tools.mcp_wire import stdio_servers
 
 STOPPED_NOTE = "[turn stopped before it finished]"
+# How long settled delivery state (acked ids, published sends) is kept: long enough that a
+# bus message redelivered after a host was down for days is still recognised as consumed.
+DELIVERY_RETENTION = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,8 @@ class Session:
         self.approver: Approver = guard  # what the driver asks about every call
         self.files = FileTracker(cwd)
         self.in_flight_row: int | None = None
+        self._sends: list[OutboxDraft] = []  # queued by the turn in flight, committed with it
+        self._send_row: int | None = None  # the input row of the turn accepting sends, if any
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
         self._read_checks = 0
@@ -220,11 +231,40 @@ class Session:
         message = halts.halted_message(self.paths.name, record)
         return PanelHaltedError(message, panel=self.paths.name, record=record)
 
+    # -- sends --------------------------------------------------------------------------------
+
+    def queue_send(
+        self, recipient: str | None, payload: dict[str, Any], topic: str | None = None
+    ) -> str:
+        """Queue a message to send (`recipient` None: everyone) once the turn in flight commits.
+
+        Returns the label the model can cite, `<input row id>.<position>`. Nothing leaves
+        before the commit: the owner publishes the outbox after the turn, so a turn cut off
+        and run again does not send twice. Raises RuntimeError outside a turn, ValueError for
+        a payload that is not a JSON-serialisable object.
+        """
+        if self._send_row is None:
+            raise RuntimeError(
+                "queue_send is only valid while a turn is in flight (from a tool the turn "
+                "calls); outside a turn there is no commit to send with"
+            )
+        draft = OutboxDraft.new(recipient, payload, topic)  # checks the payload
+        label = send_label(self._send_row, len(self._sends))
+        self._sends.append(draft)
+        return label
+
     # -- the turn -----------------------------------------------------------------------------
 
     async def turn(
-        self, text: str, *, consumed_ids: Sequence[int] = (), inbox: str | None = None
+        self,
+        text: str,
+        *,
+        consumed_ids: Sequence[int] = (),
+        source: str = "",
+        inbox: str | None = None,
     ) -> AsyncGenerator[SessionEvent, None]:
+        """Run one turn on `text`; `consumed_ids` are the ids (unique within `source`, an
+        opaque name the owner gives) of the messages it answers, recorded when it commits."""
         if self.guard.halted is not None:
             await self.save_halt()
             raise self._refuse(self.guard.halted)
@@ -242,6 +282,9 @@ class Session:
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
         self.in_flight_row = user_id
+        self._sends, self._send_row = [], user_id
+        # Always with its source, even with no ids: the turn's sends go back to that source.
+        consumed = Consumed(source, tuple(consumed_ids))
         recorder = TurnRecorder(result_cap=self.config.tool_result_max_chars)
         committed = False
         try:
@@ -270,27 +313,35 @@ class Session:
                     self.debug.write("eviction", "prompt_too_long_recovery", rows=evicted)
                     continue
                 await self.store.recover_interrupted()
-                committed = True  # nothing more to write: the input row is kept, marked
+                # Nothing more to write: the input row is kept, marked; its messages were not
+                # consumed and its queued sends are dropped (they go with the re-run, if any).
+                committed = True
                 raise error_for(failure)
             halt = await self.guard.finish_turn()
             if halt is not None:
                 recorder.note(halt.notice())
-            ids = await self._commit(user_id, recorder)
+            ids = await self._commit(user_id, recorder, consumed, self._close_sends())
             committed = True
+            await self._save_usage(recorder)
             if halt is not None:
                 yield await self._halt(halt, user_id, ids)
             yield TurnCommitted(user_id, ids)
         finally:
             user_row, self.in_flight_row = self.in_flight_row, None
+            sends, self._sends = self._close_sends(), []
             self.guard.close_turn()  # closes the turn's budget and sentinel state if still open
             if self._unlogged is not None:  # halted, then stopped before it was stored
                 halts.log_halt(self.debug, self._unlogged, user_row_id=user_row)
                 self._unlogged = None
             if not committed:
                 # Stopped mid-turn (cancelled or closed): keep what was said, say it stopped.
+                # This commit is the turn's: its messages count as consumed and its queued
+                # sends go out, since what the model did before the stop stands and the input
+                # will not run again.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                     recorder.note(STOPPED_NOTE)
-                    await self._commit(user_id, recorder)
+                    await self._commit(user_id, recorder, consumed, sends)
+                    await self._save_usage(recorder)
                     # What a stopped turn spent counts too (`show` reads it from here).
                     await halts.save_spend(self.store, self.guard.spend())
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
@@ -299,6 +350,12 @@ class Session:
         trimmed = await self.trim()
         if trimmed is not None:
             yield trimmed
+
+    def _close_sends(self) -> tuple[OutboxDraft, ...]:
+        """The turn's sends as they will be committed; `queue_send` refuses from now on, so
+        nothing can be queued after the commit and silently never sent."""
+        self._send_row = None
+        return tuple(self._sends)
 
     async def _drive(
         self, system: str, user_id: int, text: str, inbox: str | None
@@ -328,7 +385,13 @@ class Session:
             async for event in events:
                 yield event
 
-    async def _commit(self, user_id: int, recorder: TurnRecorder) -> tuple[int, ...]:
+    async def _commit(
+        self,
+        user_id: int,
+        recorder: TurnRecorder,
+        consumed: Consumed | None,
+        sends: Sequence[OutboxDraft],
+    ) -> tuple[int, ...]:
         blocks = recorder.final_blocks()
         usage = recorder.usage
         rows: list[NewRow] = []
@@ -336,10 +399,14 @@ class Session:
             exact = usage is not None and usage.output_tokens > 0
             tokens = usage.output_tokens if exact and usage else estimate_tokens(json.dumps(blocks))
             rows.append(NewRow("assistant", blocks, tokens, tokens_exact=exact))
-        ids = await self.store.commit_turn(user_id, rows)
-        if usage is not None:
-            await halts.save_usage(self.store, usage, recorder.cost_usd)
+        ids = await self.store.commit_turn(user_id, rows, consumed=consumed, outbox=sends)
         return tuple(ids)
+
+    async def _save_usage(self, recorder: TurnRecorder) -> None:
+        # After the commit, and after the caller has noted it: a cancel here must not make
+        # the stopped-turn path commit the same turn a second time.
+        if recorder.usage is not None:
+            await halts.save_usage(self.store, recorder.usage, recorder.cost_usd)
 
     async def trim(self) -> Trimmed | None:
         plan = await trim_window(self.store, self.config, self.debug)
@@ -374,6 +441,7 @@ async def open_session(
         approver = build_approver(paths, config, cwd=cwd, asker=asker)
     async with open_turn_store(paths.turns) as store:
         recovered = await store.recover_interrupted()
+        await store.prune_delivery(older_than=DELIVERY_RETENTION)
         session = Session(
             paths=paths,
             config=config,

@@ -1,8 +1,10 @@
-"""The turn store: one instance's `turns.sqlite` (window rows, slots, markers, meta).
+"""The turn store: one instance's `turns.sqlite` (window rows, slots, markers, meta, and the
+delivery state: consumed message ids and the outbox).
 
 Modules: turn_store (TurnStore, sync), async_store (AsyncTurnStore, open_turn_store), schema
-(version and migrations), original_rows (the original mnemara's table), legacy
-(migrate_instance), export / markdown (JSONL and Markdown exports), blocks (tool-result caps).
+(version and migrations), delivery_sql (consumed ids and the outbox), original_rows (the
+original mnemara's table), legacy (migrate_instance), export / markdown (JSONL and Markdown
+exports), blocks (tool-result caps).
 """
 
 from runtime.store.async_store import AsyncTurnStore, open_turn_store

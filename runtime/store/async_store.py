@@ -17,7 +17,7 @@ import anyio
 import anyio.to_thread
 
 from runtime.debuglog import DebugLog
-from runtime.rows import Block, Marker, NewRow, Row, Slot
+from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
 from runtime.store.snapshot import StoreSnapshot
 from runtime.store.turn_store import TurnStore
 
@@ -65,6 +65,8 @@ class AsyncTurnStore:
         *,
         user_tokens: int | None = None,
         user_tokens_exact: bool = False,
+        consumed: Consumed | None = None,
+        outbox: Sequence[OutboxDraft] = (),
     ) -> list[int]:
         return await self.run(
             TurnStore.commit_turn,
@@ -72,6 +74,8 @@ class AsyncTurnStore:
             rows,
             user_tokens=user_tokens,
             user_tokens_exact=user_tokens_exact,
+            consumed=consumed,
+            outbox=list(outbox),
         )
 
     async def recover_interrupted(self) -> list[int]:
@@ -109,6 +113,30 @@ class AsyncTurnStore:
 
     async def consumed_ids(self) -> set[int]:
         return await self.run(TurnStore.consumed_ids)
+
+    async def committed(self, source: str, ids: Sequence[int]) -> dict[int, int]:
+        return await self.run(TurnStore.committed, source, list(ids))
+
+    async def mark_acked(self, source: str, ids: Sequence[int]) -> int:
+        return await self.run(TurnStore.mark_acked, source, list(ids))
+
+    async def unacked(self, source: str, *, limit: int = 10_000) -> list[int]:
+        return await self.run(TurnStore.unacked, source, limit=limit)
+
+    async def outbox_pending(self, source: str | None = None) -> list[OutboxEntry]:
+        return await self.run(TurnStore.outbox_pending, source)
+
+    async def outbox(self, *, limit: int = 100) -> list[OutboxEntry]:
+        return await self.run(TurnStore.outbox, limit=limit)
+
+    async def mark_published(self, key: str, message_id: int) -> None:
+        await self.run(TurnStore.mark_published, key, message_id)
+
+    async def mark_send_failed(self, key: str, reason: str) -> None:
+        await self.run(TurnStore.mark_send_failed, key, reason)
+
+    async def prune_delivery(self, *, older_than: float) -> int:
+        return await self.run(TurnStore.prune_delivery, older_than=older_than)
 
     async def slots(self) -> list[Slot]:
         return await self.run(TurnStore.slots)

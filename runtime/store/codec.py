@@ -1,4 +1,4 @@
-"""How rows, slots and markers become SQLite values and back, losslessly.
+"""How rows, slots, markers and outbox entries become SQLite values and back, losslessly.
 
 Blocks are stored as compact JSON text with their keys in the order the model service sent
 them. Text with lone surrogates (tool output decoded with `surrogateescape`) cannot be encoded
@@ -10,21 +10,33 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from runtime.rows import Block, Marker, NewRow, Role, Row, RowStatus, Slot
+from runtime.rows import Block, Marker, NewRow, OutboxEntry, Role, Row, RowStatus, Slot, send_label
 
 ROW_COLUMNS = (
     "id, ts, role, blocks, tokens, tokens_exact, pinned, label, status, consumed_ids, compressed"
 )
 SLOT_COLUMNS = "label, role, content, position, updated_at"
 MARKER_COLUMNS = "name, after_row_id, ts"
+OUTBOX_COLUMNS = (
+    "id, key, user_row_id, position, recipient, topic, payload, created_at, published_at,"
+    " message_id, failed, failed_at, source"
+)
 
 
 def utc_now() -> str:
     """The store's timestamp format: ISO 8601, UTC, milliseconds."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def seconds_before(ts: str, seconds: float) -> str:
+    """The store timestamp `seconds` before `ts` (an ISO 8601 time from the store's clock).
+
+    Same format as utc_now, so it compares with stored timestamps as plain strings."""
+    moment = datetime.fromisoformat(ts).astimezone(UTC) - timedelta(seconds=seconds)
+    return moment.isoformat(timespec="milliseconds")
 
 
 def dump_json(value: Any) -> str:
@@ -121,3 +133,25 @@ def decode_slot(values: tuple[Any, ...]) -> Slot:
 def decode_marker(values: tuple[Any, ...]) -> Marker:
     name, after_row_id, ts = values
     return Marker(name=str(name), after_row_id=int(after_row_id), ts=str(ts))
+
+
+def decode_outbox_entry(values: tuple[Any, ...]) -> OutboxEntry:
+    """An OutboxEntry from one SELECT of OUTBOX_COLUMNS."""
+    (entry_id, key, user_row_id, position, recipient, topic, payload, created_at) = values[:8]
+    published_at, message_id, failed, failed_at, source = values[8:]
+    return OutboxEntry(
+        id=int(entry_id),
+        key=str(key),
+        label=send_label(int(user_row_id), int(position)),
+        user_row_id=int(user_row_id),
+        position=int(position),
+        recipient=None if recipient is None else str(recipient),
+        topic=None if topic is None else str(topic),
+        payload=cast(dict[str, Any], json.loads(payload)),
+        created_at=str(created_at),
+        published_at=None if published_at is None else str(published_at),
+        message_id=None if message_id is None else int(message_id),
+        failed=None if failed is None else str(failed),
+        failed_at=None if failed_at is None else str(failed_at),
+        source=str(source),
+    )

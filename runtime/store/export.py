@@ -3,7 +3,8 @@
 The format is described in export_format.py. Import parses and checks the whole file first,
 then restores it in one transaction; a store that already has rows, slots or markers is refused
 unless `replace=True`, which swaps its whole content (see TurnStore.restore). `export_markdown`
-(markdown.py) is the readable form and is not meant to be imported.
+(markdown.py) is the readable form and is not meant to be imported. Delivery state (consumed
+message ids, the outbox) is not exported and an import leaves it alone (see snapshot.py).
 """
 
 from __future__ import annotations

@@ -82,7 +82,58 @@ def _v2_row_revisions(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables, _v2_row_revisions)
+def _v3_delivery(conn: sqlite3.Connection) -> None:
+    # Delivery state lives outside the window, so no trim, eviction or `clear` can forget that
+    # a message was consumed. Keyed by (source, message_id): ids are unique per bus, not across
+    # buses. Backfilled from the consumed ids of answered inputs, under the unknown source ''.
+    conn.execute(
+        """CREATE TABLE delivered (
+            source TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            user_row_id INTEGER NOT NULL,
+            committed_at TEXT NOT NULL,
+            acked_at TEXT,
+            PRIMARY KEY (source, message_id)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX delivered_acked ON delivered (acked_at) WHERE acked_at IS NOT NULL")
+    # A turn's sends, written with the turn and published after it: a cut-off turn sends
+    # nothing, and a crash after the commit publishes them on the next start (by `key`).
+    # `source` is where the turn's input came from: its sends go back there only.
+    conn.execute(
+        """CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            key TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL DEFAULT '',
+            user_row_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            recipient TEXT,
+            topic TEXT,
+            payload TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            published_at TEXT,
+            message_id INTEGER,
+            failed TEXT,
+            failed_at TEXT
+        )"""
+    )
+    conn.execute(
+        "CREATE INDEX outbox_pending ON outbox (id) WHERE published_at IS NULL AND failed IS NULL"
+    )
+    conn.execute(
+        "INSERT INTO delivered (source, message_id, user_row_id, committed_at)"
+        " SELECT '', j.value, r.id, ? FROM window_rows AS r, json_each(r.consumed_ids) AS j"
+        " WHERE r.status = 'complete' ORDER BY r.id"
+        " ON CONFLICT DO NOTHING",
+        (utc_now(),),
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _v1_tables,
+    _v2_row_revisions,
+    _v3_delivery,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

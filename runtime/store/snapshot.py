@@ -2,6 +2,10 @@
 
 Export writes a snapshot out and import reads one back, so "export then import reproduces the
 store" means: the two snapshots are equal, ids, timestamps and the id sequence included.
+
+The delivery tables (`delivered`, `outbox`) are left out on purpose and a restore leaves them
+as they are: they record what one host took from and sent to its bus, which means nothing to
+a copy of the conversation loaded elsewhere, and wiping them would let acked messages run again.
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
-"""`TurnStore`: one instance's `turns.sqlite` (rows, slots, markers, meta) behind one connection.
+"""`TurnStore`: one instance's `turns.sqlite` (rows, slots, markers, meta, delivery state)
+behind one connection.
 
 Synchronous; every method is one read or one `BEGIN IMMEDIATE` write transaction, so it is safe
 to share the file with other processes. Async code uses AsyncTurnStore (async_store.py), which
 runs these methods on a worker thread one at a time.
+
+Delivery state (delivery_sql.py) is what turns consumed and what they asked to send. It is
+written by `commit_turn` in the turn's own transaction, and outlives the window's rows: the
+owner asks `committed` which ids to ack, and publishes `outbox_pending`.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from typing import TypeVar
 
 from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
-from runtime.rows import Block, Marker, NewRow, Row, Slot
-from runtime.store import connection, row_sql, schema, slot_sql
-from runtime.store.codec import utc_now
+from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
+from runtime.store import connection, delivery_sql, row_sql, schema, slot_sql
+from runtime.store.codec import seconds_before, utc_now
 from runtime.store.connection import DEFAULT_RETRY, RetryPolicy
 from runtime.store.schema import MigrationReport
 from runtime.store.snapshot import StoreSnapshot, read_snapshot, write_snapshot
@@ -131,9 +136,13 @@ class TurnStore:
         *,
         user_tokens: int | None = None,
         user_tokens_exact: bool = False,
+        consumed: Consumed | None = None,
+        outbox: Sequence[OutboxDraft] = (),
     ) -> list[int]:
-        """Append the turn's rows and mark its input complete, atomically."""
+        """Append the turn's rows, mark its input complete, record the message ids it consumed
+        and store its sends, atomically: all of it is written or none."""
         ts = self._clock()
+        drafts = list(outbox)
 
         def commit(c: sqlite3.Connection) -> list[int]:
             status = row_sql.row_status(c, user_row_id)
@@ -147,6 +156,11 @@ class TurnStore:
                 )
             ids = row_sql.insert_rows(c, rows, ts=ts, status="complete")
             row_sql.complete_row(c, user_row_id, tokens=user_tokens, tokens_exact=user_tokens_exact)
+            if consumed is not None and consumed.ids:
+                delivery_sql.insert_delivered(c, consumed, user_row_id=user_row_id, ts=ts)
+            if drafts:
+                source = consumed.source if consumed is not None else delivery_sql.UNKNOWN_SOURCE
+                delivery_sql.insert_outbox(c, drafts, user_row_id=user_row_id, ts=ts, source=source)
             return ids
 
         return self._write(commit)
@@ -185,7 +199,9 @@ class TurnStore:
         self._update_row(row_id, lambda c: row_sql.update_label(c, row_id, label))
 
     def clear(self, *, keep_pinned: bool = True) -> int:
-        """Delete the window's rows (pinned ones kept unless asked); slots go only with pins."""
+        """Delete the window's rows (pinned ones kept unless asked); slots go only with pins.
+
+        Delivery state is left alone: a cleared window has still consumed what it consumed."""
 
         def wipe(c: sqlite3.Connection) -> int:
             deleted = row_sql.delete_all_rows(c, keep_pinned=keep_pinned)
@@ -196,7 +212,63 @@ class TurnStore:
         return self._write(wipe)
 
     def consumed_ids(self) -> set[int]:
+        """Ids on the window's complete rows (display, export); trimmed rows take theirs along.
+        Whether a message was consumed is `committed`'s answer."""
         return self._read(row_sql.select_consumed_ids)
+
+    # -- delivery state ---------------------------------------------------------------------
+
+    def committed(self, source: str, ids: Sequence[int]) -> dict[int, int]:
+        """Of `ids`, those a committed turn consumed, each mapped to that turn's input row id.
+
+        A record under the unknown source '' matches any `source`. Only the given ids are
+        looked up, so the cost does not grow with the history."""
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        return self._read(lambda c: delivery_sql.select_committed(c, source, wanted))
+
+    def mark_acked(self, source: str, ids: Sequence[int]) -> int:
+        """Note that the ids were acked (their own records and matching '' ones); rows changed."""
+        wanted = list(ids)
+        if not wanted:
+            return 0
+        ts = self._clock()
+        return self._write(lambda c: delivery_sql.update_acked(c, source, wanted, ts=ts))
+
+    def unacked(self, source: str, *, limit: int = 10_000) -> list[int]:
+        """Ids consumed from `source` whose ack was never noted here: the owner asks its bus
+        about them (a crash between the bus's ack and `mark_acked` leaves such ids, and no
+        redelivery will come to note them)."""
+        return self._read(lambda c: delivery_sql.select_unacked(c, source, limit))
+
+    def outbox_pending(self, source: str | None = None) -> list[OutboxEntry]:
+        """Committed sends not yet published nor failed, in the order they were queued; with
+        `source`, only the sends of turns fed from there (or from an unknown source)."""
+        return self._read(lambda c: delivery_sql.select_pending(c, source))
+
+    def outbox(self, *, limit: int = 100) -> list[OutboxEntry]:
+        """The newest `limit` sends whatever their state, newest last (for viewers)."""
+        return self._read(lambda c: delivery_sql.select_outbox(c, limit))
+
+    def mark_published(self, key: str, message_id: int) -> None:
+        """Record that the send with `key` went out as bus message `message_id`."""
+        ts = self._clock()
+        self._update_send(key, lambda c: delivery_sql.update_published(c, key, message_id, ts=ts))
+
+    def mark_send_failed(self, key: str, reason: str) -> None:
+        """Give up on the send with `key` (it leaves `outbox_pending`); a published one stays."""
+        ts = self._clock()
+        self._update_send(key, lambda c: delivery_sql.update_failed(c, key, reason, ts=ts))
+
+    def prune_delivery(self, *, older_than: float) -> int:
+        """Delete delivery state settled more than `older_than` seconds ago; rows deleted.
+
+        Goes: delivered rows acked before then, unknown-source ('') rows committed before then,
+        sends published or failed before then. Stays: every unacked delivered row of a known
+        source, every pending send."""
+        cutoff = seconds_before(self._clock(), older_than)
+        return self._write(lambda c: delivery_sql.prune(c, cutoff=cutoff))
 
     # -- slots ------------------------------------------------------------------------------
 
@@ -251,15 +323,31 @@ class TurnStore:
     # -- whole-store copies (export / import) -----------------------------------------------
 
     def snapshot(self) -> StoreSnapshot:
-        """Everything in the store, read in one transaction."""
+        """The window, slots, markers and meta, read in one transaction (not delivery state,
+        which belongs to the owner's bus, not to the conversation)."""
         return self._read(read_snapshot)
 
     def restore(self, snapshot: StoreSnapshot, *, replace: bool = False) -> None:
         """Load a snapshot in one transaction; refused when the store is not empty unless
-        `replace`, which first deletes every row (in-flight ones too), slot, marker and meta."""
+        `replace`, which first deletes every row (in-flight ones too), slot, marker and meta.
+        Delivery state is neither in a snapshot nor touched by a restore."""
         self._write(lambda c: write_snapshot(c, snapshot, replace=replace, path=self.path))
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _update_send(self, key: str, update: Callable[[sqlite3.Connection], None]) -> None:
+        def guarded(c: sqlite3.Connection) -> bool:
+            if not delivery_sql.has_outbox_key(c, key):
+                return False
+            update(c)
+            return True
+
+        if not self._write(guarded):
+            raise StoreError(
+                f"{self.path}: no outbox entry with key {key!r}; only sends this store "
+                "committed can be marked (and settled ones are pruned after a while).",
+                path=self.path,
+            )
 
     def _update_row(self, row_id: int, update: Callable[[sqlite3.Connection], bool]) -> None:
         if not self._write(update):

@@ -1,15 +1,16 @@
-"""Fixtures for the turn store tests: a fresh store file, row builders, a rich sample store."""
+"""Fixtures for the turn store tests: a fresh store file, row builders, a rich sample store,
+and `either_store`, one store contract fixture over both backends (sync and async)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runtime.rows import NewRow, Role
-from runtime.store import TurnStore
+from runtime.store import AsyncTurnStore, TurnStore, open_turn_store
 
 MakeRow = Callable[..., NewRow]
 
@@ -23,6 +24,33 @@ def store_path(tmp_path: Path) -> Path:
 def store(store_path: Path) -> Iterator[TurnStore]:
     with TurnStore.open(store_path) as opened:
         yield opened
+
+
+class AwaitableSync:
+    """The sync TurnStore with awaitable methods, so one test body serves both backends."""
+
+    def __init__(self, store: TurnStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture(params=["sync", "async"])
+async def either_store(request: pytest.FixtureRequest, store_path: Path) -> AsyncIterator[Any]:
+    """A store whose methods are awaited: TurnStore called in place, or AsyncTurnStore."""
+    if request.param == "sync":
+        with TurnStore.open(store_path) as sync_store:
+            yield AwaitableSync(sync_store)
+    else:
+        async with open_turn_store(store_path) as async_store:
+            assert isinstance(async_store, AsyncTurnStore)
+            yield async_store
 
 
 @pytest.fixture

@@ -6,43 +6,19 @@ simply made in place, for the async backend it goes through the worker-thread wr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runtime.errors import StoreError
 from runtime.rows import NewRow
-from runtime.store import AsyncTurnStore, TurnStore, open_turn_store
 
 pytestmark = pytest.mark.anyio
 
 
-class AwaitableSync:
-    """The sync TurnStore with awaitable methods, so one test body serves both backends."""
-
-    def __init__(self, store: TurnStore) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._store, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return method(*args, **kwargs)
-
-        return call
-
-
-@pytest.fixture(params=["sync", "async"])
-async def store(request: pytest.FixtureRequest, store_path: Path) -> AsyncIterator[Any]:
-    if request.param == "sync":
-        with TurnStore.open(store_path) as sync_store:
-            yield AwaitableSync(sync_store)
-    else:
-        async with open_turn_store(store_path) as async_store:
-            assert isinstance(async_store, AsyncTurnStore)
-            yield async_store
+@pytest.fixture
+def store(either_store: Any) -> Any:
+    return either_store
 
 
 def text_row(text: str, **fields: Any) -> NewRow:

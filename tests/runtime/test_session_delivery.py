@@ -1,0 +1,237 @@
+"""A session's delivery state: the message ids a turn consumed and the sends it queued.
+
+A turn that commits (finished or stopped half way) records both; a turn that fails or dies
+records neither, so its messages come again and the re-run does not send twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+
+from runtime.driver import (
+    Done,
+    DriverEvent,
+    ErrorEvent,
+    TextDelta,
+    ToolCall,
+    ToolOutput,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
+from runtime.errors import ServiceBusyError
+from runtime.home import InstancePaths
+from runtime.rows import Consumed, NewRow, OutboxDraft
+from runtime.scripted import ScriptedDriver
+from runtime.session import DELIVERY_RETENTION, STOPPED_NOTE, Session, open_session
+from runtime.store import TurnStore
+
+pytestmark = pytest.mark.anyio
+
+SEND = "mcp__mnemara__send"
+
+
+class SendTool:
+    """An in-process tool that queues a send on the session, as the host's bus tool will.
+
+    With `hang`, it waits forever after queuing: a turn only a stop can end."""
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.session: Session | None = None
+        self.hang = hang
+        self.queued = anyio.Event()
+        self.pending_during_turn: list[object] = []
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec("send", "queue a send", {"type": "object"}, self.handle)
+
+    async def handle(self, args: dict[str, Any]) -> ToolOutput:
+        assert self.session is not None
+        label = self.session.queue_send(args.get("to"), args["payload"], args.get("topic"))
+        self.pending_during_turn.append(await self.session.store.outbox_pending())
+        self.queued.set()
+        if self.hang:
+            await anyio.sleep_forever()
+        return ToolOutput(label)
+
+
+def sending(*payloads: dict[str, Any], then: DriverEvent | None = None) -> list[DriverEvent]:
+    calls: list[DriverEvent] = [
+        ToolCall(f"c{n}", SEND, {"to": "eng", "payload": p}) for n, p in enumerate(payloads)
+    ]
+    if then is not None:
+        return [*calls, then]
+    return [*calls, TextDelta("sent"), Usage(10, 3), Done()]
+
+
+def reply(text: str) -> list[DriverEvent]:
+    return [TextDelta(text), Usage(10, 3), Done()]
+
+
+async def run(session: Session, text: str, **kwargs: Any) -> list[object]:
+    return [e async for e in session.turn(text, **kwargs)]
+
+
+async def test_consumed_ids_survive_the_trim_of_their_own_input(
+    instance: InstancePaths, approver: object, configure: Callable[..., object]
+) -> None:
+    configure(max_window_turns=2)  # turn two makes 4 rows: trimmed to 1, its input gone
+    driver = ScriptedDriver([reply("one"), reply("two")])
+    async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
+        await run(s, "first", consumed_ids=[11], source="bus-1")
+        events = await run(s, "second", consumed_ids=[21, 22], source="bus-1")
+        rows = await s.store.rows()
+        user = next(e.user_row_id for e in events if type(e).__name__ == "TurnCommitted")
+        assert user not in [r.id for r in rows], "the trim took the turn's own input row"
+        assert 21 not in await s.store.consumed_ids()
+        assert await s.store.committed("bus-1", [11, 21, 22, 99]) == {
+            11: user - 2,
+            21: user,
+            22: user,
+        }
+
+
+async def test_sends_are_stored_with_the_commit_under_their_labels(
+    instance: InstancePaths, approver: object
+) -> None:
+    tool = SendTool()
+    driver = ScriptedDriver([sending({"n": 1}, {"n": 2}), sending({"n": 3})])
+    async with open_session(
+        "t1",
+        driver=driver,
+        approver=approver,  # type: ignore[arg-type]
+        tools=[tool.spec],
+    ) as s:
+        tool.session = s
+        first = await run(s, "send two")
+        second = await run(s, "send one")
+        pending = await s.store.outbox_pending()
+    labels = [e.content for e in [*first, *second] if isinstance(e, ToolResult)]
+    rows = [e.user_row_id for e in [*first, *second] if type(e).__name__ == "TurnCommitted"]
+    assert labels == [f"{rows[0]}.0", f"{rows[0]}.1", f"{rows[1]}.0"]
+    assert [(e.label, e.recipient, e.payload) for e in pending] == [
+        (labels[0], "eng", {"n": 1}),
+        (labels[1], "eng", {"n": 2}),
+        (labels[2], "eng", {"n": 3}),
+    ]
+    assert all(re.fullmatch("[0-9a-f]{32}", e.key) for e in pending)
+    assert len({e.key for e in pending}) == 3
+    assert tool.pending_during_turn[:2] == [[], []], "nothing is in the outbox before the commit"
+
+
+async def test_stopped_turn_records_its_consumed_ids_and_sends(
+    instance: InstancePaths, approver: object
+) -> None:
+    tool = SendTool(hang=True)
+    driver = ScriptedDriver([sending({"text": "half way"})])
+    async with open_session(
+        "t1",
+        driver=driver,
+        approver=approver,  # type: ignore[arg-type]
+        tools=[tool.spec],
+    ) as s:
+        tool.session = s
+        async with anyio.create_task_group() as tg:
+
+            async def turn() -> None:
+                await run(s, "long job", consumed_ids=[5, 6], source="bus")
+
+            tg.start_soon(turn)
+            await tool.queued.wait()
+            tg.cancel_scope.cancel()
+        rows = await s.store.rows()
+        committed = await s.store.committed("bus", [5, 6])
+        pending = await s.store.outbox_pending()
+    assert rows[-1].blocks[-1]["text"] == STOPPED_NOTE
+    assert committed == {5: rows[0].id, 6: rows[0].id}
+    assert [(e.label, e.payload) for e in pending] == [(f"{rows[0].id}.0", {"text": "half way"})]
+
+
+async def test_failed_turn_records_neither_and_its_rerun_sends_once(
+    instance: InstancePaths, approver: object
+) -> None:
+    tool = SendTool()
+    busy = ErrorEvent("overloaded", "529 overloaded", retryable=True)
+    driver = ScriptedDriver([sending({"try": 1}, then=busy), sending({"try": 2})])
+    async with open_session(
+        "t1",
+        driver=driver,
+        approver=approver,  # type: ignore[arg-type]
+        tools=[tool.spec],
+    ) as s:
+        tool.session = s
+        with pytest.raises(ServiceBusyError):
+            await run(s, "job", consumed_ids=[8], source="bus")
+        assert tool.queued.is_set(), "the failed turn did queue a send"
+        assert await s.store.committed("bus", [8]) == {}
+        assert await s.store.outbox(limit=10) == []
+        await run(s, "job", consumed_ids=[8], source="bus")
+        rows = await s.store.rows()
+        committed = await s.store.committed("bus", [8])
+        sent = await s.store.outbox(limit=10)
+    assert [r.status for r in rows if r.role == "user"] == ["interrupted", "complete"]
+    rerun = next(r.id for r in rows if r.status == "complete" and r.role == "user")
+    assert committed == {8: rerun}
+    assert [e.payload for e in sent] == [{"try": 2}]
+
+
+async def test_queue_send_is_refused_outside_a_turn_and_for_bad_payloads(
+    instance: InstancePaths, approver: object
+) -> None:
+    tool = SendTool()
+    driver = ScriptedDriver([sending({"bad": float("nan")}), reply("done")])
+    async with open_session(
+        "t1",
+        driver=driver,
+        approver=approver,  # type: ignore[arg-type]
+        tools=[tool.spec],
+    ) as s:
+        tool.session = s
+        with pytest.raises(RuntimeError, match="only valid while a turn is in flight"):
+            s.queue_send("eng", {"text": "early"})
+        events = await run(s, "try it")
+        with pytest.raises(RuntimeError, match="only valid while a turn is in flight"):
+            s.queue_send(None, {"text": "late"})
+        assert await s.store.outbox(limit=10) == []
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.is_error and "JSON-serialisable" in result.content
+
+
+def test_a_draft_is_checked_and_copied_when_made() -> None:
+    payload: dict[str, Any] = {"items": (1, 2), "nested": {"a": 1}}
+    made = OutboxDraft.new(None, payload, "t")
+    payload["nested"]["a"] = 2
+    assert made.payload == {"items": [1, 2], "nested": {"a": 1}}
+    assert made.recipient is None and made.topic == "t"
+    assert OutboxDraft.new(None, {}, None).key != made.key
+    for bad in ({"x": {1, 2}}, {"x": float("inf")}, ["not", "an", "object"]):
+        with pytest.raises(ValueError, match="payload must be"):
+            OutboxDraft.new("eng", bad, None)  # type: ignore[arg-type]
+
+
+async def test_opening_a_session_prunes_settled_delivery_state(
+    instance: InstancePaths, approver: object
+) -> None:
+    long_ago = datetime.now(UTC) - timedelta(seconds=DELIVERY_RETENTION + 3600)
+    stamp = long_ago.isoformat(timespec="milliseconds")
+    with TurnStore.open(instance.turns, clock=lambda: stamp) as store:
+        user = store.begin_turn(NewRow("user", ({"type": "text", "text": "old"},), 1))
+        store.commit_turn(
+            user,
+            [],
+            consumed=Consumed("bus", (1, 2)),
+            outbox=[OutboxDraft("eng", {}, None, "sent"), OutboxDraft("eng", {}, None, "due")],
+        )
+        store.mark_acked("bus", [1])
+        store.mark_published("sent", 40)
+    driver = ScriptedDriver([])
+    async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
+        assert await s.store.committed("bus", [1, 2]) == {2: user}
+        assert [e.key for e in await s.store.outbox(limit=10)] == ["due"]
