@@ -46,6 +46,13 @@ bus_app = typer.Typer(
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 
 
+def _tries(item: dict[str, object]) -> str:
+    """How often a message was handed out, and how many of its turns failed (only those
+    count toward a dead letter; a delivery cut off by a crash does not)."""
+    failed = f", {item['attempts']} failed" if item["attempts"] else ""
+    return f"(delivered {item['deliveries']}x{failed})"
+
+
 @bus_app.command(cls=Command)
 @reports_errors
 def send(
@@ -123,7 +130,7 @@ def inbox(
         items[:limit] if limit else [],
         as_json,
         lambda p: (
-            f"{p['id']:>7} {p['state']:<7} x{p['attempts']} {clean(p['sender'], 24)}"
+            f"{p['id']:>7} {p['state']:<7} {_tries(p)} {clean(p['sender'], 24)}"
             + (" (operator input)" if p["operator_input"] else "")
             + ": "
             + clean(p["payload_json"], 120)

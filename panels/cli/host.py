@@ -37,29 +37,40 @@ def up(
     headless: Annotated[
         bool, typer.Option("--headless", help="Run in the foreground with plain log lines.")
     ] = False,
+    life: Annotated[
+        str,
+        typer.Option("--life", metavar="ID", hidden=True, help="This start's life id (from up)."),
+    ] = "",
 ) -> None:
     """Start a team's host (detached, or in the foreground with --headless)."""
     import anyio
 
-    from panels.host.process import run_headless, take_pid_file
+    from panels.host.orphans import without_marker
+    from panels.host.process import new_life_id, run_headless, take_pid_file
     from panels.team import load_team
 
     team = load_team(team_file)
     if headless:
-        anyio.run(lambda: run_headless(team, out=lambda s: typer.echo(s)), backend="trio")
+        anyio.run(
+            lambda: run_headless(team, out=lambda s: typer.echo(s), life=life), backend="trio"
+        )
         return
     take_pid_file(team)  # refuses now if a host runs; the child takes the file over
     team.pid_path.unlink(missing_ok=True)
     start = team.log_path.stat().st_size if team.log_path.is_file() else 0
+    # The child is told its life id, so the wait below ends on its own "ready", never on the
+    # one a previous life (perhaps killed with -9) left in the log.
+    life = new_life_id()
     with team.log_path.open("ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "panels.cli.main", "up", str(team.source), "--headless"],
+            [sys.executable, "-m", "panels.cli.main", "up", str(team.source), "--headless",
+             "--life", life],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env=without_marker(os.environ),
         )  # fmt: skip
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline and child.poll() is None:
-        if team.hostdb_path.is_file() and _ready(team.hostdb_path):
+        if team.hostdb_path.is_file() and _ready(team.hostdb_path, life):
             typer.echo(
                 f"host of team {team.name!r} started (pid {child.pid}); log: {team.log_path}"
             )
@@ -94,13 +105,19 @@ def _why_it_stopped(log: Path, start: int) -> str:
     return "; ".join(said) or (lines[-1] if lines else "it wrote nothing")
 
 
-def _ready(path: Path) -> bool:
+def _ready(path: Path, life: str) -> bool:
+    """The host of life `life` has said it is ready (another life's "ready" does not count)."""
     from panels.hostdb import connect, read_events
+    from panels.hostdb.catalogue import HostReady
 
     conn = connect(path)
     try:
-        started = read_events(conn, kinds=["host_started"], limit=10_000)
-        return bool(read_events(conn, kinds=["host_ready"])) and bool(started)
+        after = 0
+        while page := read_events(conn, after=after, kinds=["host_ready"]):
+            if any(isinstance(e.event, HostReady) and e.event.life == life for e in page):
+                return True
+            after = page[-1].id
+        return False
     finally:
         conn.close()
 

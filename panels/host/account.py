@@ -102,7 +102,22 @@ def line(event: ev.HostEvent) -> str | None:
         case ev.ApprovalAnswered():
             return f"{who} approval {event.request}: {clean(event.answer, 40)}"
         case ev.RedeliverySkipped():
-            return f"{who} redelivery skipped (already processed): {ids(event.ids)}"
+            turns = f" by the turn(s) of row(s) {ids(event.turns)}" if event.turns else ""
+            return f"{who} redelivery skipped (already processed{turns}): {ids(event.ids)}"
+        case ev.DeadLettered():
+            sender = f" from {clean(event.sender, 40)}" if event.sender else ""
+            return f"{who} DEAD LETTER: message {event.id}{sender} given up: {clean(event.reason)}"
+        case ev.SendFailed():
+            return (
+                f"{who} -> {clean(event.to, 40)} message {clean(event.outbox, 20)} NOT SENT: "
+                + clean(event.reason)
+            )
+        case ev.AckSent():
+            return f"{who} -> {clean(event.to, 40)} ack of message {event.ack_of}"
+        case ev.OrphansSwept():
+            pairs = zip(event.pids, event.commands, strict=False)
+            shown = "; ".join(f"{pid} {clean(command, 60)}" for pid, command in pairs)
+            return f"host killed {len(event.pids)} process(es) an earlier life left: {shown}"
         case ev.InboxSwitched():
             return f"{who} inbox delivery {'on' if event.on else 'off'}"
         case ev.ModelChanged():
@@ -117,7 +132,8 @@ def line(event: ev.HostEvent) -> str | None:
                 f"(left by {clean(event.previous, 120)})"
             )
         case ev.HostStarted():
-            return f"host started (team {clean(event.team, 64)}, pid {event.pid})"
+            life = f", life {clean(event.life, 12)}" if event.life else ""
+            return f"host started (team {clean(event.team, 64)}, pid {event.pid}{life})"
         case ev.HostReady():
             return f"host ready: {', '.join(clean(p, 40) for p in event.panels)}"
         case ev.HostStopping():
@@ -180,15 +196,17 @@ def table(rows: Sequence[PanelRow]) -> list[str]:
     """`ps`: one line per panel (tokens and dollars: the panel's session under this host)."""
     head = (
         f"{'panel':<14}{'kind':<10}{'state':<12}{'turns':>6}{'in tok':>10}{'out tok':>9}"
-        f"{'usd':>10}  inbox  detail"
+        f"{'usd':>10}  inbox  dead  detail"
     )
     out = [head]
     for r in rows:
         out.append(
             f"{clean(r.name, 13):<14}{clean(r.kind, 9):<10}{clean(r.state, 11):<12}{r.turns:>6}"
             f"{r.input_tokens:>10}{r.output_tokens:>9}{r.usd:>10.4f}  {'on ' if r.inbox else 'off'}"
-            f"    {clean(r.detail, 60)}"
+            f"  {r.dead_letters:>5}  {clean(r.detail, 60)}"
         )
     if not rows:
         out.append("(no panels recorded yet: the host has not started them)")
+    elif any(r.dead_letters for r in rows):
+        out.append("dead: messages given up; `mnemara bus dead` lists them, `bus retry` revives")
     return out

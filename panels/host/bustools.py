@@ -7,8 +7,9 @@ arguments can change it. The original README's discipline is built in:
   tool call after it in the same turn, so the panel yields and waits for the reply;
 - `ack_message` answers a delivered message with an `ack`, a protocol-noise type that the
   bus settles without a turn at the other end, and refuses to acknowledge an acknowledgement.
-Messages the panel is given are acked by the host when its turn is stored; the tools never
-settle a delivery themselves.
+What the tools send goes to the panel's outbox (outbox.py) and out when the turn is stored, so
+a turn cut off by a crash sends nothing twice. Messages the panel is given are acked by the
+host when its turn is stored; the tools never settle a delivery themselves.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from panels.host.delivery import HOST, OPERATOR
-from panels.hostdb.catalogue import AckSent, MessageSent
-from peerbus import PeerbusError
+from panels.host.outbox import BROADCAST, PREVIEW_CHARS, NotQueuedError, queue
 from peerbus.render import strip_controls
 from runtime.driver import ToolOutput, ToolSpec
 
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from panels.host.panel import PanelRunner
 
 Handler = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
-BROADCAST = "*"
-PREVIEW_CHARS = 160
 
 
 def bus_tools(runner: PanelRunner) -> list[ToolSpec]:
@@ -78,23 +76,15 @@ def _send(runner: PanelRunner) -> Handler:
             return ToolOutput("give `text`: the message", is_error=True)
         if to == runner.name:
             return ToolOutput("that is you; send to another panel", is_error=True)
-        turn = runner.turn
         recipient = None if to == BROADCAST else to
-        payload = {"type": "message", "text": text}
-        try:
-            ident = await runner.host.bus.submit(
-                runner.name, recipient, payload, topic=topic if isinstance(topic, str) else None
-            )
-        except PeerbusError as exc:
-            return ToolOutput(f"not sent: {exc}", is_error=True)
         terminal = bool(args.get("terminal", False))
-        if turn is not None:
-            turn.sends += 1
-            turn.terminal = turn.terminal or terminal
-        runner.host.log.emit(MessageSent(panel=runner.name, to=to, id=ident,
-                                         topic=topic if isinstance(topic, str) else None,
-                                         terminal=terminal, text=text[:PREVIEW_CHARS]))  # fmt: skip
-        said = f"Sent as message {ident} to {to}."
+        try:
+            subject = topic if isinstance(topic, str) else None
+            payload = {"type": "message", "text": text}
+            label = queue(runner, recipient, payload, topic=subject, terminal=terminal)
+        except NotQueuedError as exc:
+            return ToolOutput(f"not sent: {exc}", is_error=True)
+        said = f"Queued as message {label} to {to}; it goes out when this turn ends."
         if recipient is not None and recipient not in {p.name for p in runner.host.team.panels}:
             said += f" (No panel named {to!r} runs in this team; it waits on the bus.)"
         if terminal:
@@ -125,9 +115,12 @@ def _ack(runner: PanelRunner) -> Handler:
         payload: dict[str, Any] = {"type": "ack", "ack_of": ident}
         if isinstance(note, str) and note.strip():
             payload["note"] = note
-        sent = await runner.host.bus.submit(runner.name, message.sender, payload)
-        runner.host.log.emit(AckSent(panel=runner.name, to=message.sender, ack_of=ident, id=sent))
-        return ToolOutput(f"Acknowledged message {ident} to {message.sender}.")
+        try:
+            queue(runner, message.sender, payload)
+        except NotQueuedError as exc:
+            return ToolOutput(f"not acknowledged: {exc}", is_error=True)
+        return ToolOutput(f"Acknowledged message {ident} to {message.sender} (sent when this turn "
+                          "ends).")  # fmt: skip
 
     return ack
 

@@ -32,13 +32,13 @@ async def serve_control(
 
     async def apply(cmd: Command, verb: Verb) -> None:
         try:
-            outcome = await dispatcher.apply(verb, by=cmd.by, command_id=cmd.id)
-            ok, text = outcome.ok, outcome.text
+            # Answered by the dispatcher, with the event that reports it, in one transaction.
+            await dispatcher.apply(verb, by=cmd.by, command_id=cmd.id)
         except Exception as exc:  # a verb never takes the control loop down
-            ok, text = False, f"the host could not apply it ({type(exc).__name__}: {exc})"
+            text = f"the host could not apply it ({type(exc).__name__}: {exc})"
+            await db.finish_command(cmd.id, ok=False, outcome=text)
         finally:
             taken.discard(cmd.id)
-        await db.finish_command(cmd.id, ok=ok, outcome=text)
 
     async with anyio.create_task_group() as tg:
         task_status.started()

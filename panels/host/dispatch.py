@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from panels.host.delivery import OPERATOR, operator_route
+from panels.host.outbox import NotQueuedError, queue
 from panels.host.panel import PanelRunner
 from panels.host.services import HostServices
 from panels.host.tickets import Ticket, Tickets
 from panels.host.window import apply_window
 from panels.hostdb import verbs
 from panels.hostdb.catalogue import VerbApplied, WindowTokensChanged
+from panels.hostdb.control import CommandAnswer
 from peerbus import PeerbusError
 from runtime.errors import MnemaraError
 from runtime.guard.records import HaltRecord
@@ -78,11 +80,13 @@ class Dispatcher:
         except (MnemaraError, PeerbusError, OSError) as exc:
             outcome = Outcome(False, str(exc) or type(exc).__name__)
         text = verb.text if isinstance(verb, verbs.Input | verbs.Nudge) else ""
-        self.services.log.emit(
-            VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
-                        summary=verb.summary(), text=text, message=outcome.message,
-                        ok=outcome.ok, outcome=outcome.text)
-        )  # fmt: skip
+        applied = VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
+                              summary=verb.summary(), text=text, message=outcome.message,
+                              ok=outcome.ok, outcome=outcome.text)  # fmt: skip
+        # A verb is done when its record is on disk (a halt survives the host's death); a
+        # command from the control table is answered in the same transaction as its record.
+        answer = None if command_id is None else CommandAnswer(command_id, outcome.ok, outcome.text)
+        await self.services.log.commit(applied, answer=answer)
         return outcome
 
     async def _apply(self, verb: verbs.Verb, by: str) -> Outcome:
@@ -119,6 +123,15 @@ class Dispatcher:
             return Outcome(True, f"queued as message {ident}", ticket, ident)
         if isinstance(verb, verbs.Nudge):
             payload = {"type": "nudge", "text": verb.text}
+            giver = self.panels.get(by)
+            if giver is not None and giver.turn is not None:
+                # A watchdog's nudge is a send of its turn: it goes out with the turn.
+                try:
+                    label = queue(giver, runner.name, payload)
+                except NotQueuedError as exc:
+                    raise VerbRefusedError(str(exc)) from None
+                return Outcome(True, f"nudge to {runner.name} queued as message {label}; it "
+                                     "goes out when this turn ends")  # fmt: skip
             ident = await self.services.bus.submit(by, runner.name, payload)
             return Outcome(True, f"nudge sent to {runner.name} as message {ident}", message=ident)
         if isinstance(verb, verbs.Pause):

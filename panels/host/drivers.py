@@ -2,11 +2,13 @@
 
 With a rehearsal script in the team file, every panel's CLI is pointed at the host's own
 loopback rehearsal server (`/p/<panel>`), with a dummy key, an empty HOME of its own and
-the switches that keep it off the network, so a whole team runs offline.
+the switches that keep it off the network, so a whole team runs offline. Every CLI, live or
+rehearsal, also carries the host's marker (orphans.py), so a later life can find it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from panels.host.services import DriverFactory
@@ -16,16 +18,24 @@ from runtime.rehearsal.env import rehearsal_env
 
 
 def claude_drivers(
-    *, rehearsal_url: str | None = None, state_dir: Path | None = None
+    *,
+    rehearsal_url: str | None = None,
+    state_dir: Path | None = None,
+    marker: Mapping[str, str] | None = None,
 ) -> DriverFactory:
-    """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model."""
+    """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model.
+
+    `marker` (orphans.marker_env) is added to every CLI's environment.
+    """
     from runtime.claude import ClaudeDriver
+
+    mark = dict(marker or {})
 
     def make(spec: PanelSpec) -> AgentDriver:
         if rehearsal_url is None:
-            return ClaudeDriver()
+            return ClaudeDriver(env=mark)
         home = (state_dir or Path.cwd()) / "cli-home" / spec.name
         url = f"{rehearsal_url}/p/{spec.name}"
-        return ClaudeDriver(env=rehearsal_env(url, home, retries=False))
+        return ClaudeDriver(env={**rehearsal_env(url, home, retries=False), **mark})
 
     return make

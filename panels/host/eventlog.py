@@ -3,10 +3,11 @@
 `emit` takes an event of the catalogue (panels/hostdb/catalogue.py), never blocks and never
 touches SQLite: it coalesces text deltas (coalesce.py) and queues the rest. `serve` flushes
 the queue every `interval` seconds in one transaction, writes the panels' status rows when
-they changed, and prunes old events now and then. Listeners (the demo's narrator, tests) get
-each written event in order, as `Logged`. Live listeners (the solo REPL face) get every event
-as it is emitted, text deltas uncoalesced (`TextDelta`), in emit order: they are called
-synchronously from the emitting task and must not block or raise.
+they changed, and prunes old events now and then; `commit` writes at once what a life must
+not lose to a kill -9 (a batch still queued dies with the process). Listeners (the demo's
+narrator, tests) get each written event in order, as `Logged`. Live listeners (the solo REPL
+face) get every event as it is emitted, text deltas uncoalesced (`TextDelta`), in emit order:
+they are called synchronously from the emitting task and must not block or raise.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import anyio.abc
 from panels.host.coalesce import Coalescer, Stamped
 from panels.hostdb import HostDb, HostEvent, Logged, PanelRow
 from panels.hostdb.catalogue import TextDelta
+from panels.hostdb.control import CommandAnswer
 
 Listener = Callable[[Logged], None]
 LiveListener = Callable[[HostEvent], None]
@@ -50,6 +52,7 @@ class EventLog:
         self._last_status: list[PanelRow] = []
         self._flushed = anyio.Event()
         self._written = 0
+        self._writing = anyio.Lock()  # one flush at a time, so batches are written in order
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -71,13 +74,28 @@ class EventLog:
         for live in self._live:
             live(delta)
 
+    async def commit(self, *last: HostEvent, answer: CommandAnswer | None = None) -> None:
+        """Write everything emitted so far, then `last`, before going on: for the events a
+        life must not lose (its start, a stored turn, a halt, a dead letter), whose action is
+        not done until its event is on disk. With `answer`, the control-table command is
+        marked finished in the same transaction as `last`. Cheap when there is nothing."""
+        with anyio.CancelScope(shield=True):
+            async with self._writing:
+                for event in last:  # queued under the lock: no other flush can split them
+                    self.emit(event)
+                await self._flush(answer)
+
     async def flush(self) -> None:
         """Write what is queued (and the status rows if they changed) now."""
+        async with self._writing:
+            await self._flush()
+
+    async def _flush(self, answer: CommandAnswer | None = None) -> None:
         now = self.clock()
         self._queue.extend(self._coalescer.due(now))
         batch, self._queue = self._queue, []
-        if batch:
-            ids = await self.db.append(batch)
+        if batch or answer is not None:
+            ids = await self.db.append(batch, answer=answer)
             for ident, (ts, event) in zip(ids, batch, strict=True):
                 written = Logged(ident, ts, event)
                 for listener in self._listeners:

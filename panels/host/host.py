@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from panels.host.dispatch import Dispatcher, Outcome
 from panels.host.drivers import claude_drivers
 from panels.host.eventlog import EventLog, Listener, LiveListener
 from panels.host.instances import ensure_instance
+from panels.host.orphans import marker_env, sweep_orphans
 from panels.host.panel import PanelRunner
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
@@ -45,6 +47,7 @@ from panels.hostdb.catalogue import (
     HostStopped,
     HostStopping,
     LeaseTakenOver,
+    OrphansSwept,
 )
 from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
@@ -74,8 +77,12 @@ class Host:
         live_listeners: Sequence[LiveListener] = (),
         redeliver_failed_input: bool = True,
         holder: str = "",
+        life: str = "",
     ) -> None:
         self.team = team
+        # This life's id: written with the pid, stamped on host_started and host_ready, and
+        # put in the environment of every CLI the host starts (the next life sweeps leftovers).
+        self.life = life or uuid.uuid4().hex
         self._drivers = drivers
         self._home = home
         self.policy = policy or RestartPolicy()
@@ -114,6 +121,11 @@ class Host:
             leases = await anyio.to_thread.run_sync(self._lease_instances)
             for lease in leases:
                 stack.callback(lease.release)
+            # Holding every lease, this is the team's only host: a process marked with
+            # another life of its state dir is a leftover of a crashed host (orphans.py).
+            swept = await anyio.to_thread.run_sync(
+                lambda: sweep_orphans(self.team.state_dir, current_life=self.life)
+            )
             self.team.state_dir.mkdir(parents=True, exist_ok=True)
             self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
             bus_options: dict[str, Any] = {
@@ -129,13 +141,19 @@ class Host:
                 await services_tg.start(self.services.log.serve)
                 await services_tg.start(self.services.watch.serve)
                 await self._record_start(leases)
+                if swept:
+                    pids, commands = tuple(o.pid for o in swept), tuple(o.command for o in swept)
+                    self.services.log.emit(OrphansSwept(pids=pids, commands=commands))
                 async with anyio.create_task_group() as panels_tg:
                     for runner in self.panels.values():
                         await panels_tg.start(
                             supervise, runner, self._tools(runner), self.policy, self.tickets
                         )
                     await self.services.log.write_status()
-                    self.services.log.emit(HostReady(panels=tuple(self.panels)))
+                    # On disk at once: `up` waits for this life's readiness.
+                    await self.services.log.commit(
+                        HostReady(panels=tuple(self.panels), life=self.life)
+                    )
                     await services_tg.start(serve_control, self.db, self.dispatcher)
                     await services_tg.start(self.digests.serve)
                     task_status.started(self)
@@ -161,14 +179,15 @@ class Host:
     async def _start_drivers(self, tg: anyio.abc.TaskGroup) -> DriverFactory:
         if self._drivers is not None:
             return self._drivers
+        marker = marker_env(self.team.state_dir, self.life)
         if self.team.rehearsal is None:
-            return claude_drivers()
+            return claude_drivers(marker=marker)
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))
         self.rehearsal = server
         url = await tg.start(server.serve)
-        return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir)
+        return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir, marker=marker)
 
     def _build(self, bus: Bus, drivers: DriverFactory) -> None:
         log = EventLog(self.db, interval=self.log_interval)
@@ -207,11 +226,13 @@ class Host:
                                 "bus": str(self.team.bus_path), "started": str(time.time()),
                                 "source": str(self.team.source or "")})  # fmt: skip
         log = self.services.log
-        log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid()))
+        log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid(),
+                             life=self.life))  # fmt: skip
         for lease in leases:
             if lease.stale_owner is not None:
                 log.emit(LeaseTakenOver(panel=None, instance=lease.paths.name,
                                         previous=lease.stale_owner.describe()))  # fmt: skip
+        await log.commit()  # a life that did anything has said it started
 
     async def _drain(self, panels_tg: anyio.abc.TaskGroup) -> None:
         """Stop claiming; give turns in flight `grace` seconds; then stop them and settle."""

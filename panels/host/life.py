@@ -9,7 +9,9 @@ The loop, while the panel may run: take a turn slot, claim operator input (its o
 so it goes first and passes a closed inbox), then the peer inbox if it is on; skip what the
 turn store already consumed (a redelivery after a crash: acked, not run again); run the
 turn; settle. With nothing to do it waits for its wake-up flag, set by the bus watcher and
-by control verbs.
+by control verbs. Before its first claim, a life publishes what an earlier life's committed
+turns queued and did not get out (outbox.py): a crash between a commit and its publish
+loses no send.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ import anyio.abc
 
 from panels.host.delivery import claim_limits, compose_turn, operator_route
 from panels.host.instances import prepare_panel
+from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
 from panels.host.states import PanelState
 from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
-from panels.hostdb.catalogue import PanelStarted, RedeliverySkipped
+from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
 from peerbus import Claim
 from runtime.driver import ToolSpec
 from runtime.session import Session, open_session
@@ -68,6 +71,9 @@ async def live(
         await host.bus.register(operator_route(spec.name), senders=())
         host.log.emit(PanelStarted(panel=spec.name, epoch=runner.epoch, instance=spec.instance,
                                    model=runner.model, created=prepared.created))  # fmt: skip
+        runner.dead_letters = await _dead_letter_count(runner)
+        await _note_acks(runner, session)
+        await publish(runner, session)
         runner.set_state(runner.resting_state(), runner.halt_detail())
         task_status.started()
         try:
@@ -85,6 +91,7 @@ async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None
         if runner.blocked():
             if not runner.in_turn:
                 runner.set_state(runner.resting_state(), runner.detail)
+            await host.log.commit()  # a halt the guard made as the panel stopped is on disk
             await wake.wait()
             continue
         async with slots, runner.exclusive:
@@ -115,22 +122,28 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
             lease=host.lease,
         )
         claims.append(peers)
+    await _report_dead_letters(runner, claims)
     claims = [c for c in claims if c.messages]
     if not claims:
         return False
     if runner.halt is not None or runner.stopping:
-        # Halted or stopping while it claimed: give the batch back untouched.
+        # Halted or stopping while it claimed: give the batch back untouched, uncounted.
         for claim in claims:
-            await host.bus.nack(claim)
+            await host.bus.nack(claim, count=False)
         return True
-    consumed = await session.store.consumed_ids()
-    already = {i for c in claims for i in c.ids if i in consumed}
+    source = host.bus.identity
+    consumed = await session.store.committed(source, [i for c in claims for i in c.ids])
+    already = set(consumed)
     if already:
         # Redelivered after a crash between the turn's commit and its ack: processed once.
+        # Said on disk before the ack: the turns it names may have died before their log did.
+        turns = tuple(sorted(set(consumed.values())))
+        skipped = RedeliverySkipped(panel=spec.name, ids=tuple(sorted(already)), turns=turns)
+        await host.log.commit(skipped)
         for claim in claims:
             await host.bus.ack(claim, only=already)
+        await session.store.mark_acked(source, sorted(already))
         tickets.already_done(already)
-        host.log.emit(RedeliverySkipped(panel=spec.name, ids=tuple(sorted(already))))
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
     from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
     from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
@@ -139,3 +152,36 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         return True
     await run_turn(runner, session, claims, turn_input, tickets)
     return True
+
+
+async def _report_dead_letters(runner: PanelRunner, claims: list[Claim]) -> None:
+    """Rows the bus gave up as it claimed (a payload it cannot read, or the backstop count)."""
+    dead = [(ident, reason) for c in claims for ident, reason in c.dead_letters]
+    if not dead:
+        return
+    for ident, reason in dead:
+        runner.host.log.emit(DeadLettered(panel=runner.name, id=ident, reason=reason))
+    runner.dead_letters += len(dead)
+    await runner.host.log.commit()
+
+
+async def _dead_letter_count(runner: PanelRunner) -> int:
+    """The messages the bus holds as given up for the panel's two routes (for `ps`)."""
+    stats = await runner.host.bus.stats()
+    routes = {runner.name, operator_route(runner.name)}
+    return sum(r.failed for r in stats.recipients if r.recipient in routes)
+
+
+async def _note_acks(runner: PanelRunner, session: Session) -> None:
+    """Note in the store the acks an earlier life made but died before noting: the bus says
+    which of the store's unacked ids it will never deliver again (the rest come back, and
+    the redelivery path notes them). Without this they would never age out of the store."""
+    bus, source = runner.host.bus, runner.host.bus.identity
+    unacked = await session.store.unacked(source)
+    if not unacked:
+        return
+    done: set[int] = set()
+    for route in (runner.name, operator_route(runner.name)):
+        done |= await bus.settled(route, unacked)
+    if done:
+        await session.store.mark_acked(source, sorted(done))

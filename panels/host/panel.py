@@ -67,6 +67,7 @@ class PanelRunner:
         self.guard = Guard(NotStarted(), GuardSettings(), checks=[self.checks])
         self.guard.on_record.append(self._on_record)
         self.turns = 0
+        self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
         self.turn: TurnContext | None = None
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
         self.seen: OrderedDict[int, Message] = OrderedDict()
@@ -135,6 +136,7 @@ class PanelRunner:
             inbox=self.inbox_on,
             model=self.model,
             updated_ts=time.time(),
+            dead_letters=self.dead_letters,
         )
 
     def _turn_sends(self) -> tuple[bool, int]:

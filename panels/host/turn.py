@@ -1,12 +1,20 @@
-"""One delivered turn: run it, log what streams, then settle the claims against the store.
+"""One delivered turn: run it, log what streams, then settle the claims and publish its sends.
 
-Settling is the rule that makes delivery exactly-once in effect: after the turn, however it
-ended (finished, failed, halted, cancelled by shutdown), the ids the turn store recorded as
-consumed are acked and the others are given back. A turn that committed (even one stopped
-half way: its rows are kept, marked) has consumed its messages; a turn that failed before
-committing has not, and its messages come again. The settle is shielded and bounded, so a
-cancelled host still settles; a host killed before it settles leaves the leases, which the
-next start releases, and the stored ids stop a second turn on the same messages.
+Settling is the rule that makes delivery exactly-once in effect. After the turn, however it
+ended (finished, failed, halted, cancelled by shutdown), the ids that the turn store recorded
+as consumed are acked and the others are given back. The store keeps consumed ids in a table
+of their own, written in the turn's commit, so no trim or eviction of the turn's rows can
+make the host forget them. A turn that committed (even one stopped half way: its rows are
+kept, marked) has consumed its messages; a turn that failed before committing has not, and
+its messages come again. Only a turn that failed on its own counts toward the bus's
+`max_attempts`; at that count the host itself dead-letters the message (it has just checked
+the store), with the error, and logs it. A batch given back for any other reason (halted,
+stopping) does not count, and neither does a delivery cut off by the host's death.
+
+The settle is shielded and bounded, so a cancelled host still settles; a host killed before
+it settles leaves the leases, which the next start releases, and the stored ids stop a second
+turn on the same messages. The order is: commit, log it (on disk), ack, publish the turn's
+outbox (outbox.py), log the end (on disk).
 
 One exception, for a face whose operator watches (the solo REPL: `redeliver_failed_input`
 off): the operator input of a turn that failed with a driver error is acked, not given back.
@@ -22,10 +30,12 @@ from contextlib import aclosing
 import anyio
 
 from panels.host.delivery import TurnInput, operator_route
+from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
 from panels.host.services import TurnContext
 from panels.host.tickets import Tickets
 from panels.hostdb.catalogue import (
+    DeadLettered,
     Delivered,
     Settled,
     ToolAnswered,
@@ -72,27 +82,40 @@ async def run_turn(
     log.emit(TurnStarted(panel=runner.name, turn=turn.number, input=preview(turn_input.text)))
     error: DriverError | None = None
     outcome = "stopped"
+    failed = False  # the turn failed on its own (not stopped, refused or cut off)
     scope = anyio.CancelScope()
     runner.turn_scope = scope
     try:
         with scope:
             try:
-                events = session.turn(turn_input.text, consumed_ids=turn_input.consumed_ids)
+                events = session.turn(
+                    turn_input.text,
+                    consumed_ids=turn_input.consumed_ids,
+                    source=host.bus.identity,
+                )
                 async with aclosing(events) as stream:
                     async for event in stream:
                         observe(runner, turn, event)
+                        if isinstance(event, TurnCommitted):
+                            await log.commit()  # on disk before the ack
                 outcome = "done"
             except DriverError as exc:
-                error, outcome = exc, "failed"
+                error, outcome, failed = exc, "failed", True
             except PanelHaltedError:
                 # The guard refused the turn (a limit reached as it began): the panel halts.
                 outcome = "refused"
+            except Exception:
+                failed = True  # a fault of this turn's own (the life fails and restarts)
+                raise
     finally:
         runner.turn_scope = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
             drop = error is not None and not host.redeliver_failed_input
-            await settle(runner, session, claims, drop_operator=drop)
-        finish(runner, turn, outcome, error, tickets)
+            reason = f"its turn failed: {error}" if error is not None else "its turn failed"
+            await settle(runner, session, claims, failed=reason if failed else None,
+                         drop_operator=drop)  # fmt: skip
+            await publish(runner, session)
+            await finish(runner, turn, outcome, error, tickets)
     if error is not None:
         raise error
 
@@ -130,27 +153,52 @@ def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
 
 
 async def settle(
-    runner: PanelRunner, session: Session, claims: list[Claim], *, drop_operator: bool = False
+    runner: PanelRunner,
+    session: Session,
+    claims: list[Claim],
+    *,
+    failed: str | None = None,
+    drop_operator: bool = False,
 ) -> None:
     """Ack what the store says was consumed; give the rest back at once.
 
-    With `drop_operator`, the operator route's messages are acked whatever the store says."""
-    bus = runner.host.bus
-    consumed = await session.store.consumed_ids()
+    `failed` (the reason) when the turn failed on its own: what it gives back counts as a
+    failed attempt, and a message at the bus's `max_attempts` is dead-lettered here. With
+    `drop_operator`, the operator route's messages are acked whatever the store says."""
+    bus, log = runner.host.bus, runner.host.log
+    source = bus.identity
+    consumed = await session.store.committed(source, [i for c in claims for i in c.ids])
+    limit = bus.file.options.max_attempts
     acked: list[int] = []
     released: list[int] = []
     for claim in claims:
         dropped = drop_operator and claim.recipient == operator_route(runner.name)
         done = [i for i in claim.ids if dropped or i in consumed]
-        rest = [i for i in claim.ids if i not in done]
+        rest = [m for m in claim.messages if m.id not in done]
         if done:
             acked += (await bus.ack(claim, only=done)).settled
-        if rest:
-            released += (await bus.nack(claim, only=rest)).settled
-    runner.host.log.emit(Settled(panel=runner.name, acked=tuple(acked), released=tuple(released)))
+        if failed is None:
+            if rest:
+                released += (await bus.nack(claim, only=[m.id for m in rest], count=False)).settled
+            continue
+        spent = [m for m in rest if m.attempt >= limit]
+        if spent:
+            reason = f"{failed} ({spent[0].attempt} of {limit} attempts)"
+            given_up = await bus.fail(claim, reason=reason, only=[m.id for m in spent])
+            for message in spent:
+                if message.id in given_up.settled:
+                    runner.dead_letters += 1
+                    log.emit(DeadLettered(panel=runner.name, id=message.id,
+                                          sender=message.sender, reason=reason))  # fmt: skip
+        again = [m.id for m in rest if m.attempt < limit]
+        if again:
+            released += (await bus.nack(claim, only=again, count=True)).settled
+    if acked:
+        await session.store.mark_acked(source, acked)
+    log.emit(Settled(panel=runner.name, acked=tuple(acked), released=tuple(released)))
 
 
-def finish(
+async def finish(
     runner: PanelRunner,
     turn: TurnContext,
     outcome: str,
@@ -174,3 +222,4 @@ def finish(
     )
     tickets.ended(runner.name, turn.number, outcome, str(error) if error else None)
     runner.set_state(runner.resting_state(), runner.halt_detail())
+    await runner.host.log.commit()

@@ -64,12 +64,24 @@ class HostStarted(HostEvent):
     team: str
     bus: str
     pid: int
+    life: str = ""  # this life's id, written with the pid (`up` waits for this life's ready)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostReady(HostEvent):
     kind = "host_ready"
     panels: tuple[str, ...]
+    life: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrphansSwept(HostEvent):
+    """Processes an earlier life of this host left behind (CLI turns and their children),
+    killed as this life started."""
+
+    kind = "orphans_swept"
+    pids: tuple[int, ...]
+    commands: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,8 +161,11 @@ class Delivered(HostEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class RedeliverySkipped(HostEvent):
+    """Messages delivered again although a committed turn had consumed them: acked, not run."""
+
     kind = "redelivery_skipped"
     ids: tuple[int, ...]
+    turns: tuple[int, ...] = ()  # the input rows of the turns that consumed them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,13 +250,48 @@ class TurnEnded(HostEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MessageQueued(HostEvent):
+    """A turn's send, written to the panel's outbox; it goes out once the turn is stored."""
+
+    kind = "send_queued"
+    to: str
+    outbox: str  # the outbox id the model was given
+    topic: str | None
+    terminal: bool
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class MessageSent(HostEvent):
+    """A message on the bus: a turn's outbox entry published, or a host's own send."""
+
     kind = "send"
     to: str
     id: int
     topic: str | None
     terminal: bool
     text: str
+    outbox: str = ""  # the outbox id it was queued as, if it came from a turn
+
+
+@dataclass(frozen=True, kw_only=True)
+class SendFailed(HostEvent):
+    """An outbox entry the bus refused for good (it will not be tried again)."""
+
+    kind = "send_failed"
+    to: str
+    outbox: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadLettered(HostEvent):
+    """A message given up for a panel: `mnemara bus dead` lists it, `bus retry` revives it."""
+
+    kind = "dead_letter"
+    id: int
+    reason: str
+    sender: str = ""  # unknown for a row the bus refused as it claimed (bad payload)
 
 
 @dataclass(frozen=True, kw_only=True)

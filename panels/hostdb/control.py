@@ -76,17 +76,28 @@ def get_command(conn: sqlite3.Connection, command_id: int) -> Command | None:
     return None if row is None else _command(row)
 
 
+@dataclass(frozen=True)
+class CommandAnswer:
+    """How a command ended: written with the events that report it, in one transaction."""
+
+    command_id: int
+    ok: bool
+    outcome: str
+
+
 def finish_command(
     conn: sqlite3.Connection, command_id: int, *, ok: bool, outcome: str, now: float | None = None
 ) -> None:
-    ts = time.time() if now is None else now
-    write(
-        conn,
-        lambda c: c.execute(
-            "UPDATE commands SET state = ?, outcome = ?, done_ts = ? WHERE id = ?",
-            ("done" if ok else "failed", outcome, ts, command_id),
-        ),
-    )
+    write(conn, lambda c: answer_in(c, CommandAnswer(command_id, ok, outcome), now=now))
+
+
+def answer_in(c: sqlite3.Connection, answer: CommandAnswer, *, now: float | None = None) -> None:
+    """Mark a command done or failed inside the caller's write transaction."""
+    c.execute(
+        "UPDATE commands SET state = ?, outcome = ?, done_ts = ? WHERE id = ?",
+        ("done" if answer.ok else "failed", answer.outcome, time.time() if now is None else now,
+         answer.command_id),
+    )  # fmt: skip
 
 
 def prune_commands(conn: sqlite3.Connection, *, keep: int) -> int:

@@ -56,8 +56,13 @@ class HostDb:
     async def _versions(self) -> tuple[int, ...]:
         return (await self.run(data_version),)
 
-    async def append(self, batch: Sequence[tuple[float, HostEvent]]) -> list[int]:
-        return await self.run(events.append_events, batch)
+    async def append(
+        self,
+        batch: Sequence[tuple[float, HostEvent]],
+        *,
+        answer: control.CommandAnswer | None = None,
+    ) -> list[int]:
+        return await self.run(events.append_events, batch, answer=answer)
 
     async def read_events(self, **kwargs: Any) -> list[events.Logged]:
         return await self.run(events.read_events, **kwargs)

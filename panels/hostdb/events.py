@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from panels.hostdb.catalogue import HostEvent, UnknownEvent, decode
+from panels.hostdb.control import CommandAnswer, answer_in
 from panels.hostdb.schema import write
 
 
@@ -27,9 +28,16 @@ class Logged:
     event: HostEvent
 
 
-def append_events(conn: sqlite3.Connection, events: Sequence[tuple[float, HostEvent]]) -> list[int]:
-    """Append `(ts, event)` pairs in one transaction; returns their ids."""
-    if not events:
+def append_events(
+    conn: sqlite3.Connection,
+    events: Sequence[tuple[float, HostEvent]],
+    *,
+    answer: CommandAnswer | None = None,
+) -> list[int]:
+    """Append `(ts, event)` pairs in one transaction; returns their ids. With `answer`, the
+    command it names is marked finished in the same transaction: a viewer waiting on the
+    command finds the events that report it already written."""
+    if not events and answer is None:
         return []
 
     def work(c: sqlite3.Connection) -> list[int]:
@@ -41,6 +49,8 @@ def append_events(conn: sqlite3.Connection, events: Sequence[tuple[float, HostEv
                 (ts, panel, kind, json.dumps(data, sort_keys=True, default=str)),
             )
             ids.append(int(cursor.lastrowid or 0))
+        if answer is not None:
+            answer_in(c, answer)
         return ids
 
     return write(conn, work)

@@ -10,7 +10,8 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
     commands  id AUTOINCREMENT, ts, panel, verb, args (JSON), state pending|done|failed,
               outcome (text), done_ts, by (who gave it: operator, a watchdog panel...)
     panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
-              updated_ts: the latest status of each panel, rewritten in place (for `ps`)
+              updated_ts, dead_letters: the latest status of each panel, rewritten in place
+              (for `ps`)
     meta      key PK, value: the host's pid, team, start time
 """
 
@@ -26,7 +27,7 @@ from panels.errors import HostDbError as HostDbError  # defined there, re-export
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -62,9 +63,10 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 # Each version's statements, applied in order from the file's version up.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
+MIGRATION_STEPS: dict[int, tuple[str, ...]] = {
     1: _DDL,
     2: ("ALTER TABLE commands ADD COLUMN by TEXT NOT NULL DEFAULT 'operator'",),
+    3: ("ALTER TABLE panels ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0",),
 }
 
 
@@ -102,7 +104,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     # Read again inside the write transaction: another process may have migrated meanwhile.
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     for step in range(version + 1, SCHEMA_VERSION + 1):
-        for statement in _MIGRATIONS[step]:
+        for statement in MIGRATION_STEPS[step]:
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

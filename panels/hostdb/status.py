@@ -23,6 +23,7 @@ class PanelRow:
     inbox: bool = True
     model: str = ""
     updated_ts: float = 0.0
+    dead_letters: int = 0  # messages given up for the panel (both its routes), on the bus
 
 
 _NAMES = [f.name for f in fields(PanelRow)]

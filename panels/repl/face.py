@@ -347,7 +347,7 @@ async def _serve_face(face: SoloFace, terminal: Terminal) -> None:
         await tg.start(terminal.serve)
         await tg.start(face.host.serve)
         # The host is findable like any other (`mnemara ps/logs/down -t NAME`) while it runs.
-        take_pid_file(face.team)
+        take_pid_file(face.team, face.host.life)
         tg.start_soon(face.show_events)
         tg.start_soon(face.on_sigint)
         tg.start_soon(face.serve_pending)

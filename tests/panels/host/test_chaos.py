@@ -11,7 +11,7 @@ import pytest
 from panels.host.delivery import OPERATOR, operator_route
 from panels.hostdb.verbs import Input
 from runtime.driver import ErrorEvent, TextDelta
-from runtime.rows import NewRow
+from runtime.rows import Consumed, NewRow
 from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
 from tests.panels.host.conftest import BlockingDriver, make_team, panels, reply
@@ -60,13 +60,15 @@ async def test_a_message_stored_but_not_acked_is_acked_without_a_second_turn(
     async with start_host(team, {"a": [], "b": []}) as (host, events, _):
         host.panels["a"].pause()
         ident = await host.services.bus.submit("b", "a", {"type": "message", "text": "done once"})
+        source = host.services.bus.identity
     with store_of(team, "a") as store:
         row = store.begin_turn(
             NewRow("user", ({"type": "text", "text": "x"},), 1, consumed_ids=(ident,))
         )
-        store.commit_turn(row, [])
+        store.commit_turn(row, [], consumed=Consumed(source, (ident,)))
     async with start_host(team, {"a": [], "b": []}) as (host, events, drivers):
-        await events.wait("redelivery_skipped", "a")
+        (skipped,) = await events.wait("redelivery_skipped", "a")
+        assert skipped.ids == (ident,) and skipped.turns == (row,)
         assert drivers["a"].requests == []
         assert await host.services.bus.inbox("a") == [] and await leased(host) == 0
 

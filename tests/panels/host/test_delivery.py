@@ -46,9 +46,12 @@ async def test_a_message_goes_round_and_every_id_is_stored_then_acked(
     assert 'from="producer"' in engineer_input and "do" in engineer_input
     assert "<<<payload" in engineer_input  # peer text is fenced as data
     assert 'from="engineer"' in last_text(drivers["producer"].requests[1])
-    sends = events.of("send")
-    assert [(e.panel, e.to, e.terminal) for e in sends] == [
+    queued, sends = events.of("send_queued"), events.of("send")
+    assert [(e.panel, e.to, e.terminal) for e in queued] == [
         ("producer", "engineer", True), ("engineer", "producer", False)]  # fmt: skip
+    # Each went out once its turn was stored, under the outbox id the model was given.
+    assert [(e.panel, e.to, e.outbox) for e in sends] == [
+        (q.panel, q.to, q.outbox) for q in queued]  # fmt: skip
     with TurnStore.open(team.state_dir.parents[1] / "engineer" / "turns.sqlite") as store:
         assert store.consumed_ids() == {sends[0].id}
     assert [e.acked for e in events.of("settled", "producer")] == [(1,), (3,)]
@@ -142,7 +145,9 @@ async def test_ack_message_answers_once_and_never_acks_an_ack(
         assert not results[0].error
         assert results[1].error and "not delivered" in results[1].content
         assert results[2].error
+        (sent,) = await events.wait("ack_sent", "a")
         inbox_b = await bus.inbox("b")
+    assert sent.ack_of == first and [p.id for p in inbox_b] == [sent.id]
     assert [p.payload_json for p in inbox_b] == [f'{{"type":"ack","ack_of":{first}}}']
 
 

@@ -29,6 +29,7 @@ from panels.hostdb import (
     submit_command,
     upsert_panels,
 )
+from panels.hostdb import schema as hostdb_schema
 from panels.hostdb.catalogue import Halted, HostStarted, StateChanged
 from panels.hostdb.verbs import Input, Pause, Shutdown
 
@@ -90,18 +91,20 @@ def test_rows_this_version_cannot_read_come_back_as_unknown(tmp_path: Path) -> N
 def test_a_schema_1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "host.sqlite"
     raw = sqlite3.connect(path)
-    raw.execute(
-        "CREATE TABLE commands (id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, panel "
-        "TEXT, verb TEXT NOT NULL, args TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL "
-        "DEFAULT 'pending', outcome TEXT, done_ts REAL)"
-    )
+    for statement in hostdb_schema.MIGRATION_STEPS[1]:  # the file as version 1 made it
+        raw.execute(statement)
     raw.execute("INSERT INTO commands (ts, panel, verb, args) VALUES (1, 'a', 'pause', '{}')")
+    raw.execute(
+        "INSERT INTO panels (name, kind, state, updated_ts) VALUES ('a', 'worker', 'idle', 1)"
+    )
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()
     conn = connect(path)
     (old,) = pending_commands(conn)
     assert (old.verb, old.by) == ("pause", "operator")
+    (row,) = read_panels(conn)  # version 3 added the dead-letter count
+    assert (row.name, row.dead_letters) == ("a", 0)
     assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION
 
 

@@ -129,7 +129,8 @@ async def test_down_from_another_process_ends_the_solo_face(
     its shutdown verb stops the host, and the face leaves with it."""
     import threading
 
-    from panels.host.process import pid_alive, read_pid
+    from panels.host.process import read_pid
+    from panels.host.procfs import pid_alive
     from panels.hostdb import connect, submit_command
     from panels.hostdb.verbs import Shutdown
 

@@ -1,0 +1,106 @@
+"""A turn's sends: queued in the panel's outbox while the turn runs, on the bus once it is stored.
+
+`queue` is what `send_message`, `ack_message` and a watchdog's nudge call during a turn. The
+message is checked as the bus would check it (recipient name, payload size and depth), put in
+the session's outbox (`Session.queue_send`), and the model gets the outbox id at once. The
+turn's commit writes the outbox in the same transaction as the turn's rows and the ids it
+consumed, so a turn cut off before its commit sends nothing: it runs again, and sends again
+only then.
+
+`publish` puts committed entries on the bus in the order they were queued, each under its
+idempotency key: a host killed between the bus write and the store's "published" mark
+publishes the entry again on its next start, and the bus hands back the id it gave that key
+the first time instead of a second copy. The host publishes after every turn and as each
+life of a panel starts. An entry the bus refuses for good (a payload over a cap changed since)
+is marked failed and logged; a busy or unreadable bus leaves the rest for the next round.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from panels.hostdb.catalogue import AckSent, MessageQueued, MessageSent, SendFailed, Warned
+from peerbus import InvalidKeyError, InvalidRoleError, PayloadError, PeerbusError
+from peerbus.payload import check_role, encode_payload
+from runtime.rows import OutboxEntry
+
+if TYPE_CHECKING:
+    from panels.host.panel import PanelRunner
+    from runtime.session import Session
+
+BROADCAST = "*"
+PREVIEW_CHARS = 160
+
+
+class NotQueuedError(Exception):
+    """The send cannot be queued; the message says why, in words the model can act on."""
+
+
+def queue(
+    runner: PanelRunner,
+    recipient: str | None,
+    payload: dict[str, Any],
+    *,
+    topic: str | None = None,
+    terminal: bool = False,
+) -> str:
+    """Queue a send of the turn in flight; returns its outbox id (raises NotQueuedError)."""
+    session = runner.session
+    if session is None or runner.turn is None:
+        raise NotQueuedError("no turn is running: messages are sent from a turn")
+    options = runner.host.bus.file.options
+    try:
+        if recipient is not None:
+            check_role(recipient, field="recipient")
+        encode_payload(payload, max_bytes=options.max_payload_bytes, max_depth=options.max_depth)
+    except (InvalidRoleError, PayloadError) as exc:
+        raise NotQueuedError(str(exc)) from None
+    label = session.queue_send(recipient, payload, topic)
+    turn = runner.turn
+    turn.sends += 1
+    turn.terminal = turn.terminal or terminal
+    runner.host.log.emit(MessageQueued(panel=runner.name, to=recipient or BROADCAST,
+                                       outbox=label, topic=topic, terminal=terminal,
+                                       text=_text(payload)))  # fmt: skip
+    return label
+
+
+async def publish(runner: PanelRunner, session: Session) -> int:
+    """Publish the panel's committed, unpublished sends in order; returns how many went out."""
+    bus, log, store = runner.host.bus, runner.host.log, session.store
+    sent = 0
+    # Only the sends of turns fed from this bus: an instance also run elsewhere (solo, another
+    # team) keeps that bus's sends for its host there.
+    for entry in await store.outbox_pending(bus.identity):
+        try:
+            ident = await bus.submit(
+                runner.name, entry.recipient, entry.payload, topic=entry.topic, key=entry.key
+            )
+        except (InvalidRoleError, InvalidKeyError, PayloadError) as exc:
+            await store.mark_send_failed(entry.key, str(exc))
+            log.emit(SendFailed(panel=runner.name, to=entry.recipient or BROADCAST,
+                                outbox=entry.label, reason=str(exc)))  # fmt: skip
+            continue
+        except PeerbusError as exc:
+            log.emit(Warned(panel=runner.name, message=f"outbox entry {entry.label} not "
+                                                       f"published yet ({exc}); it is tried "
+                                                       "again after the next turn"))  # fmt: skip
+            break
+        await store.mark_published(entry.key, ident)
+        log.emit(_published(runner.name, entry, ident))
+        sent += 1
+    return sent
+
+
+def _published(panel: str, entry: OutboxEntry, ident: int) -> MessageSent | AckSent:
+    to = entry.recipient or BROADCAST
+    ack_of = entry.payload.get("ack_of")
+    if entry.payload.get("type") == "ack" and isinstance(ack_of, int):
+        return AckSent(panel=panel, to=to, ack_of=ack_of, id=ident)
+    return MessageSent(panel=panel, to=to, id=ident, topic=entry.topic, terminal=False,
+                       text=_text(entry.payload), outbox=entry.label)  # fmt: skip
+
+
+def _text(payload: dict[str, Any]) -> str:
+    text = payload.get("text")
+    return text[:PREVIEW_CHARS] if isinstance(text, str) else ""
