@@ -1,0 +1,50 @@
+"""The soak's figures as text: what was done, how long it took, and each invariant's count.
+
+The result is the dict `bench/soak.py --json` prints; this module only words it, and says
+whether the run failed (an invariant count not 0, the deadline hit, or a last life that did
+not stop cleanly).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def failed(result: dict[str, Any]) -> bool:
+    counts = [v["count"] for v in result["invariants"].values()]
+    return any(counts) or result["deadline_hit"] or not result["final_life"].get("clean")
+
+
+def report(result: dict[str, Any]) -> None:
+    r = result
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kills_by_kind"].items()))
+    in_vain = ", ".join(f"{k} {n}" for k, n in sorted(r["aimed_kills_timed_out"].items()))
+    print(
+        f"soak ({r['mode']} drivers, seed {r['seed']}): R={r['kills_requested']} kills, "
+        f"N={r['messages']} operator messages"
+    )
+    print(f"kills: {r['kills']} ({kinds}); aimed kills whose moment never came: {in_vain or 0}")
+    for line in r["exited_by_themselves"]:
+        print(f"  not killed: {line}")
+    print(
+        f"lives: {r['lives']}; bus messages: {r['bus_messages']}; committed turns: "
+        f"{r['turns']}; wall time: {r['wall_seconds']} s"
+    )
+    load = ", ".join(f"{x:.2f}" for x in r["load_average"])
+    print(f"load average: {load} (cores: {r['cores']})")
+    final = r["final_life"]
+    print(
+        f"last life: drained: {final.get('drained')} after {final.get('drain_seconds')} s; "
+        f"stopped with SIGTERM: {final.get('stop')}"
+    )
+    if r["deadline_hit"]:
+        print(f"DEADLINE HIT: the run took longer than {r['deadline_seconds']:.0f} s")
+    print("invariants (each count must be 0):")
+    for name, inv in r["invariants"].items():
+        parts = ", ".join(f"{k} {v}" for k, v in inv["parts"].items() if v)
+        print(f"  {name}: {inv['count']}" + (f"  ({parts})" if parts else ""))
+        for note in inv["notes"]:
+            print(f"      note: {note}")
+        for example in inv["examples"]:
+            print(f"      e.g. {example}")
+    print(f"result: {'FAIL' if failed(r) else 'ok'}")
