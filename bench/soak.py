@@ -101,7 +101,9 @@ class Settings:
 def settings_from(args: argparse.Namespace) -> Settings:
     cli = bool(args.cli)
     kills = args.kills if args.kills is not None else (30 if cli else 100)
-    messages = args.messages if args.messages is not None else (60 if cli else 800)
+    # At least one op per killed life by default, so every aimed kill finds work to hit.
+    fallback = max(kills, 60 if cli else 800)
+    messages = args.messages if args.messages is not None else fallback
     if cli:
         deadline, drain = 300.0 + 60.0 * kills + 10.0 * messages, 120.0 + 5.0 * messages
     else:
@@ -207,9 +209,12 @@ class Run:
 
     def last_words(self) -> str:
         """The last lines the current life printed (to say why it exited by itself)."""
-        with self.ws.log.open("rb") as fh:
-            fh.seek(self.life_output)
-            lines = fh.read().decode(errors="replace").strip().splitlines()
+        try:
+            with self.ws.log.open("rb") as fh:
+                fh.seek(self.life_output)
+                lines = fh.read().decode(errors="replace").strip().splitlines()
+        except OSError as exc:
+            return f"(its output cannot be read: {exc})"
         return " | ".join(line.strip() for line in lines[-3:]) or "(nothing printed)"
 
     async def until(self, proc: Process, done: Callable[[Signals], bool]) -> bool:
@@ -402,7 +407,11 @@ def child_env(ws: Workspace) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, help="SIGKILLs (default 100; 30 with --cli)")
-    parser.add_argument("--messages", type=int, help="operator messages (800; 60 with --cli)")
+    parser.add_argument(
+        "--messages",
+        type=int,
+        help="operator messages (800, 60 with --cli; never fewer than the kills by default)",
+    )
     parser.add_argument("--cli", action="store_true", help="the bundled CLI, rehearsal model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")

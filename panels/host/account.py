@@ -58,8 +58,9 @@ def line(event: ev.HostEvent) -> str | None:
             return f"{who}   {flag}: {clean(event.content, 120)}"
         case ev.MessageSent():
             terminal = " (terminal)" if event.terminal else ""
-            return (
-                f"{who} -> {clean(event.to, 40)} message {event.id}{terminal}: {clean(event.text)}"
+            queued = f" (outbox {clean(event.outbox, 20)})" if event.outbox else ""
+            return f"{who} -> {clean(event.to, 40)} message {event.id}{queued}{terminal}: " + clean(
+                event.text
             )
         case ev.Delivered():
             stale = f" (stale: {ids(event.stale_ids)})" if event.stale_ids else ""

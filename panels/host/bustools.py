@@ -84,7 +84,7 @@ def _send(runner: PanelRunner) -> Handler:
             label = queue(runner, recipient, payload, topic=subject, terminal=terminal)
         except NotQueuedError as exc:
             return ToolOutput(f"not sent: {exc}", is_error=True)
-        said = f"Queued as message {label} to {to}; it goes out when this turn ends."
+        said = f"Queued for {to} as outbox entry {label}; it is sent when this turn ends."
         if recipient is not None and recipient not in {p.name for p in runner.host.team.panels}:
             said += f" (No panel named {to!r} runs in this team; it waits on the bus.)"
         if terminal:

@@ -130,8 +130,8 @@ class Dispatcher:
                     label = queue(giver, runner.name, payload)
                 except NotQueuedError as exc:
                     raise VerbRefusedError(str(exc)) from None
-                return Outcome(True, f"nudge to {runner.name} queued as message {label}; it "
-                                     "goes out when this turn ends")  # fmt: skip
+                return Outcome(True, f"nudge for {runner.name} queued as outbox entry {label}; "
+                                     "it is sent when this turn ends")  # fmt: skip
             ident = await self.services.bus.submit(by, runner.name, payload)
             return Outcome(True, f"nudge sent to {runner.name} as message {ident}", message=ident)
         if isinstance(verb, verbs.Pause):

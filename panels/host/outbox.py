@@ -86,8 +86,8 @@ async def publish(runner: PanelRunner, session: Session) -> int:
                                                        f"published yet ({exc}); it is tried "
                                                        "again after the next turn"))  # fmt: skip
             break
+        log.emit(_published(runner.name, entry, ident))  # on the bus now: said before a reply
         await store.mark_published(entry.key, ident)
-        log.emit(_published(runner.name, entry, ident))
         sent += 1
     return sent
 

@@ -109,13 +109,15 @@ async def run_turn(
                 raise
     finally:
         runner.turn_scope = None
-        with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT):
-            drop = error is not None and not host.redeliver_failed_input
-            reason = f"its turn failed: {error}" if error is not None else "its turn failed"
-            await settle(runner, session, claims, failed=reason if failed else None,
-                         drop_operator=drop)  # fmt: skip
-            await publish(runner, session)
-            await finish(runner, turn, outcome, error, tickets)
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(SETTLE_TIMEOUT):
+                drop = error is not None and not host.redeliver_failed_input
+                reason = f"its turn failed: {error}" if error is not None else "its turn failed"
+                await settle(runner, session, claims, failed=reason if failed else None,
+                             drop_operator=drop)  # fmt: skip
+                await publish(runner, session)
+            finish(runner, turn, outcome, error, tickets)  # always, even past the deadline
+            await log.commit()  # the end of the turn (and any dead letter) is on disk
     if error is not None:
         raise error
 
@@ -198,7 +200,7 @@ async def settle(
     log.emit(Settled(panel=runner.name, acked=tuple(acked), released=tuple(released)))
 
 
-async def finish(
+def finish(
     runner: PanelRunner,
     turn: TurnContext,
     outcome: str,
@@ -222,4 +224,3 @@ async def finish(
     )
     tickets.ended(runner.name, turn.number, outcome, str(error) if error else None)
     runner.set_state(runner.resting_state(), runner.halt_detail())
-    await runner.host.log.commit()

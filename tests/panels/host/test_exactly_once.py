@@ -146,7 +146,7 @@ async def test_a_send_goes_out_when_its_turn_is_stored_and_not_before(
         (waiting,) = await bus.inbox("b")
     (result,) = events.of("tool_result", "a")
     (queued,) = events.of("send_queued", "a")
-    assert f"Queued as message {queued.outbox} to b" in result.content
+    assert f"Queued for b as outbox entry {queued.outbox};" in result.content
     assert (sent.id, sent.outbox) == (waiting.id, queued.outbox)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from panels.host.delivery import OPERATOR, operator_route
+from panels.hostdb.verbs import Nudge
 from runtime.driver import Done, ToolCall, ToolResult, Usage
 from tests.panels.host.conftest import make_team, panels, reply
 
@@ -123,3 +124,22 @@ async def test_an_instance_halted_by_its_own_limits_stays_halted_without_restart
         ]
     assert halt.rule == "session_turns" and len(drivers["a"].requests) == 1
     assert not events.of("panel_failed", "a")
+
+
+async def test_a_watchdogs_nudge_goes_out_with_its_turn_and_an_operators_at_once(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("eng") + "paused = true\n" + panels("dog", dog="watchdog"),
+                     extra="digest_interval_seconds = 3600")  # fmt: skip
+    nudge = ToolCall("n1", "mcp__mnemara__nudge_panel", {"name": "eng", "text": "wrap up"})
+    async with start_host(team, {"eng": [], "dog": [reply("act", nudge)]}) as (host, events, _):
+        assert await host.digests.send_due() == 1
+        (sent,) = await events.wait("send", "dog")
+        (result,) = events.of("tool_result", "dog")
+        (queued,) = events.of("send_queued", "dog")
+        operator = await host.dispatch(Nudge(panel="eng", text="and now"))
+        waiting = await host.services.bus.inbox("eng")
+    assert not result.error and f"outbox entry {queued.outbox}" in result.content
+    assert (sent.to, sent.outbox) == ("eng", queued.outbox)
+    assert operator.ok and operator.message is not None
+    assert [(p.id, p.sender) for p in waiting] == [(sent.id, "dog"), (operator.message, "operator")]
