@@ -55,7 +55,10 @@ def queue(
         encode_payload(payload, max_bytes=options.max_payload_bytes, max_depth=options.max_depth)
     except (InvalidRoleError, PayloadError) as exc:
         raise NotQueuedError(str(exc)) from None
-    label = session.queue_send(recipient, payload, topic)
+    try:
+        label = session.queue_send(recipient, payload, topic)
+    except (RuntimeError, ValueError) as exc:  # the turn is being stored; a payload JSON refuses
+        raise NotQueuedError(str(exc)) from None
     turn = runner.turn
     turn.sends += 1
     turn.terminal = turn.terminal or terminal
