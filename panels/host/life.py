@@ -126,8 +126,8 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
     claims = [c for c in claims if c.messages]
     if not claims:
         return False
-    if runner.halt is not None or runner.stopping:
-        # Halted or stopping while it claimed: give the batch back untouched, uncounted.
+    if runner.halt is not None or runner.paused or runner.stopping:
+        # Halted, paused or stopping while it claimed: give the batch back untouched, uncounted.
         for claim in claims:
             await host.bus.nack(claim, count=False)
         return True
