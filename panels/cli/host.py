@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from panels.cli import steer
+from panels.cli import dash, steer
 from panels.cli.errors import EXIT_FAILURE, fail, reports_errors
 from panels.cli.options import TeamOpt, not_negative
 from panels.cli.teams import open_host_db, running_pid, team_state
@@ -265,6 +265,7 @@ host_commands: list[tuple[str, Callable[..., Any]]] = [
     ("down", down),
     ("ps", ps),
     ("logs", logs),
+    ("attach", dash.attach),
     ("send", steer.send),
     ("approve", steer.approve),
     ("deny", steer.deny),

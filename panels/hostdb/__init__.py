@@ -7,7 +7,9 @@ viewers and tests without an event loop; `open_hostdb` gives the host's async wr
 
 from panels.hostdb.catalogue import EVENT_SCHEMA, HostEvent, UnknownEvent, decode
 from panels.hostdb.control import (
+    INSERT_COMMAND,
     Command,
+    command_values,
     finish_command,
     get_command,
     pending_commands,
@@ -20,15 +22,26 @@ from panels.hostdb.events import (
     append_events,
     last_event_id,
     last_events,
+    logged_from_row,
     prune_events,
     read_events,
 )
 from panels.hostdb.schema import SCHEMA_VERSION, HostDbError, connect, data_version
-from panels.hostdb.status import PanelRow, get_meta, read_panels, set_meta, upsert_panels
+from panels.hostdb.status import (
+    PANEL_COLUMNS,
+    PanelRow,
+    get_meta,
+    panel_from_row,
+    read_panels,
+    set_meta,
+    upsert_panels,
+)
 from panels.hostdb.verbs import Verb, VerbError, parse_verb
 
 __all__ = [
     "EVENT_SCHEMA",
+    "INSERT_COMMAND",
+    "PANEL_COLUMNS",
     "SCHEMA_VERSION",
     "Command",
     "HostDb",
@@ -40,6 +53,7 @@ __all__ = [
     "Verb",
     "VerbError",
     "append_events",
+    "command_values",
     "connect",
     "data_version",
     "decode",
@@ -48,7 +62,9 @@ __all__ = [
     "get_meta",
     "last_event_id",
     "last_events",
+    "logged_from_row",
     "open_hostdb",
+    "panel_from_row",
     "parse_verb",
     "pending_commands",
     "prune_commands",

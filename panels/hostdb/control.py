@@ -35,22 +35,20 @@ class Command:
     by: str = "operator"
 
 
+INSERT_COMMAND = "INSERT INTO commands (ts, panel, verb, args, by) VALUES (?, ?, ?, ?, ?)"
+
+
+def command_values(verb: Verb, *, by: str, now: float) -> tuple[Any, ...]:
+    """The control-table row of a verb, for INSERT_COMMAND (every writer of verbs uses it)."""
+    return (now, verb.panel, verb.name, json.dumps(verb.args(), sort_keys=True), by)
+
+
 def submit_command(
     conn: sqlite3.Connection, verb: Verb, *, by: str = "operator", now: float | None = None
 ) -> int:
     """Queue a verb for the host; returns the command's id."""
-    payload = json.dumps(verb.args(), sort_keys=True)
-    ts = time.time() if now is None else now
-    return write(
-        conn,
-        lambda c: int(
-            c.execute(
-                "INSERT INTO commands (ts, panel, verb, args, by) VALUES (?, ?, ?, ?, ?)",
-                (ts, verb.panel, verb.name, payload, by),
-            ).lastrowid
-            or 0
-        ),
-    )
+    values = command_values(verb, by=by, now=time.time() if now is None else now)
+    return write(conn, lambda c: int(c.execute(INSERT_COMMAND, values).lastrowid or 0))
 
 
 def _command(row: tuple[Any, ...]) -> Command:

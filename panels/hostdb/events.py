@@ -56,7 +56,9 @@ def append_events(
     return write(conn, work)
 
 
-def _logged(row: tuple[Any, ...]) -> Logged:
+def logged_from_row(row: Sequence[Any]) -> Logged:
+    """One `SELECT id, ts, panel, kind, data` row as a typed event (unreadable data: an
+    `UnknownEvent`); every reader of the log, sync or async, goes through here."""
     ident, ts, panel, kind = int(row[0]), float(row[1]), row[2], str(row[3])
     try:
         data = json.loads(row[4])
@@ -86,7 +88,7 @@ def read_events(
         params.extend(kinds)
     sql += " ORDER BY id LIMIT ?"
     params.append(limit)
-    return [_logged(r) for r in conn.execute(sql, params)]
+    return [logged_from_row(r) for r in conn.execute(sql, params)]
 
 
 def last_events(
@@ -110,7 +112,7 @@ def last_events(
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC LIMIT ?"
     params.append(count)
-    return [_logged(r) for r in reversed(conn.execute(sql, params).fetchall())]
+    return [logged_from_row(r) for r in reversed(conn.execute(sql, params).fetchall())]
 
 
 def last_event_id(conn: sqlite3.Connection) -> int:

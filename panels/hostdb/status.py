@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
+from typing import Any
 
 from panels.hostdb.schema import write
 
@@ -43,14 +44,19 @@ def upsert_panels(conn: sqlite3.Connection, rows: Sequence[PanelRow]) -> None:
     write(conn, lambda c: c.executemany(sql, values))
 
 
+PANEL_COLUMNS = ", ".join(_NAMES)
+
+
+def panel_from_row(row: Sequence[Any]) -> PanelRow:
+    """One `SELECT {PANEL_COLUMNS} FROM panels` row as a PanelRow."""
+    values = dict(zip(_NAMES, row, strict=True))
+    values["inbox"] = bool(values["inbox"])
+    return PanelRow(**values)
+
+
 def read_panels(conn: sqlite3.Connection) -> list[PanelRow]:
-    rows = conn.execute(f"SELECT {', '.join(_NAMES)} FROM panels ORDER BY name")
-    out = []
-    for r in rows:
-        values = list(r)
-        values[_NAMES.index("inbox")] = bool(values[_NAMES.index("inbox")])
-        out.append(PanelRow(*values))
-    return out
+    rows = conn.execute(f"SELECT {PANEL_COLUMNS} FROM panels ORDER BY name")
+    return [panel_from_row(r) for r in rows]
 
 
 def clear_panels(conn: sqlite3.Connection, keep: Sequence[str]) -> None:

@@ -115,6 +115,12 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "{dir}"], USAGE),
         (["-t", "{file}"], CONFIG),
     ],
+    "attach": [
+        ([], USAGE),
+        (["-t", "ghost"], HOST),
+        (["-t", "../x"], USAGE),
+        (["-t", "crew"], USAGE),  # a real team, but no terminal to draw on
+    ],
     "logs": [
         ([], USAGE),
         (["-t", "ghost"], HOST),
@@ -230,6 +236,7 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "down": ["-t", "crew"],
     "ps": ["-t", "crew"],
     "logs": ["-t", "crew"],
+    "attach": ["-t", "crew"],
     "send": ["-t", "crew", "-p", "eng", "hi"],
     "approve": ["-t", "crew"],
     "deny": ["-t", "crew"],

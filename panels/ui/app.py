@@ -1,0 +1,172 @@
+"""`DashboardApp`: the grid of panel panes over one host.sqlite, and `make_app` to build it.
+
+The app wires collaborators and delegates: a worker follows the file (tail.py) and hands
+each pane its status row and events; a pane's `InputGiven` becomes an `Input` verb queued
+through commands.py. Quitting closes the viewer only; the host goes on.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from contextlib import AsyncExitStack, suppress
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerError
+
+from panels.host.procfs import pid_alive
+from panels.hostdb import HostEvent, PanelRow
+from panels.hostdb.verbs import Input
+from panels.ui.commands import Sender, open_sender
+from panels.ui.lines import MAX_PANELS, grid_columns, header_line, host_running
+from panels.ui.pane import PanelPane
+from panels.ui.tail import Changes, Tail, open_tail
+
+
+class DashboardApp(App[None]):
+    """Every panel of one host, side by side. `read_only` shows and never sends."""
+
+    CSS_PATH = "dashboard.tcss"
+    TITLE = "mnemara"
+    ENABLE_COMMAND_PALETTE = False  # ctrl+p moves between panes
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "cycle(1)", "Next pane"),
+        Binding("ctrl+p", "cycle(-1)", "Previous pane"),
+        # ctrl+z is undo in the composer; ctrl+f ("full") zooms.
+        Binding("ctrl+f", "zoom", "Zoom"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, hostdb_path: Path, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.hostdb_path = hostdb_path
+        self.read_only = read_only
+        self.panes: dict[str, PanelPane] = {}
+        self.meta: dict[str, str] = {}
+        self.running = False
+        self.sent: list[int] = []  # ids of the commands this viewer queued
+        self.zoomed: str | None = None
+        self._resources = AsyncExitStack()
+        self._sender: Sender | None = None
+        self._tail_worker: Worker[None] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("connecting…"), id="header")
+        yield Grid(id="grid")
+        yield Static(Text(""), id="notice")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        # The app owns the connections, not the worker: Textual cancels workers at exit
+        # without waiting for them, and an aiosqlite connection must be closed (awaited) before
+        # the event loop ends, or its thread answers into a closed loop.
+        tail = await self._resources.enter_async_context(open_tail(self.hostdb_path))
+        if not self.read_only:  # a read-only viewer never opens the file for writing
+            self._sender = await self._resources.enter_async_context(open_sender(self.hostdb_path))
+        self._tail_worker = self.run_worker(
+            self._follow(tail), name="tail", exclusive=True, exit_on_error=True
+        )
+
+    async def on_unmount(self) -> None:
+        worker = self._tail_worker
+        if worker is not None:
+            # Wait until the worker is gone: a query it had in flight must not meet a closed
+            # connection, nor its answer a closed loop.
+            worker.cancel()
+            with suppress(WorkerError):
+                await worker.wait()
+        await self._resources.aclose()
+
+    async def _follow(self, tail: Tail) -> None:
+        async for changes in tail.follow():
+            await self.apply(changes)
+
+    async def apply(self, changes: Changes) -> None:
+        """Show what a poll of the file found."""
+        if changes.meta is not None:
+            self.meta = changes.meta
+            pid = self.meta.get("pid", "")
+            self.running = pid.isdigit() and pid_alive(int(pid))
+        if changes.panels is not None:
+            await self._show_panels(changes.panels)
+        self.running = host_running([logged.event for logged in changes.events], self.running)
+        by_panel: dict[str, list[HostEvent]] = defaultdict(list)
+        for logged in changes.events:
+            if logged.event.panel is not None:
+                by_panel[logged.event.panel].append(logged.event)
+        for name, events in by_panel.items():
+            pane = self.panes.get(name)
+            if pane is not None:
+                pane.show_events(events)
+        self._show_header()
+
+    async def _show_panels(self, rows: list[PanelRow]) -> None:
+        grid = self.query_one("#grid", Grid)
+        for row in rows:
+            pane = self.panes.get(row.name)
+            if pane is None:
+                if len(self.panes) >= MAX_PANELS:
+                    self._notice(f"more than {MAX_PANELS} panels: not all are shown")
+                    continue
+                pane = PanelPane(row.name, read_only=self.read_only)
+                self.panes[row.name] = pane
+                await grid.mount(pane)
+                if len(self.panes) == 1:
+                    pane.focus_target()
+            pane.status = row
+        self._layout()
+
+    def _layout(self) -> None:
+        grid = self.query_one("#grid", Grid)
+        zoomed = self.zoomed is not None
+        grid.styles.grid_size_columns = 1 if zoomed else grid_columns(len(self.panes))
+        grid.set_class(zoomed, "zoomed")
+        for name, pane in self.panes.items():
+            pane.set_class(name == self.zoomed, "zoomed")
+
+    def _show_header(self) -> None:
+        text = header_line(self.meta, running=self.running, panels=len(self.panes))
+        self.query_one("#header", Static).update(Text(text))
+
+    def _notice(self, text: str) -> None:
+        self.query_one("#notice", Static).update(Text(text))
+
+    def focused_pane(self) -> PanelPane | None:
+        node = self.focused
+        while node is not None:
+            if isinstance(node, PanelPane):
+                return node
+            node = node.parent  # type: ignore[assignment]
+        return None
+
+    def action_cycle(self, step: int) -> None:
+        panes = [p for p in self.panes.values() if self.zoomed is None]
+        if not panes:
+            return
+        current = self.focused_pane()
+        index = panes.index(current) if current in panes else -step
+        panes[(index + step) % len(panes)].focus_target()
+
+    def action_zoom(self) -> None:
+        pane = self.focused_pane()
+        self.zoomed = None if self.zoomed is not None or pane is None else pane.panel
+        self._layout()
+        if pane is not None:
+            pane.focus_target()
+
+    async def on_panel_pane_input_given(self, message: PanelPane.InputGiven) -> None:
+        if self._sender is None:  # read-only: its panes have no composer; refuse all the same
+            return
+        ident = await self._sender.send(Input(panel=message.panel, text=message.text))
+        self.sent.append(ident)
+        self._notice(f"input to {message.panel} queued as command {ident}")
+
+
+def make_app(hostdb_path: Path, *, read_only: bool = False) -> DashboardApp:
+    """The dashboard over the host database at `hostdb_path` (the CLI's and the tests' way)."""
+    return DashboardApp(hostdb_path, read_only=read_only)

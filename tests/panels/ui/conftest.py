@@ -1,0 +1,135 @@
+"""Dashboard test kit: a real host in a thread of its own (on trio) or a host.sqlite written by
+hand, and a bounded wait for what the app shows. The dashboard tests run on asyncio only."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import trio
+from textual.pilot import Pilot
+
+from panels.host import Host
+from panels.hostdb import HostEvent, PanelRow, append_events, connect, set_meta, upsert_panels
+from panels.team import TeamSpec
+from panels.ui.app import DashboardApp
+from panels.ui.pane import PanelPane
+from runtime.scripted import ScriptedDriver
+from tests.panels.host.conftest import FAST, make_team, panels
+
+START = 15.0  # seconds a host may take to start or stop
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # Textual runs on asyncio only
+
+
+class LiveHost:
+    """A `Host` with scripted drivers, run by `trio.run` in a thread, so the test's own event
+    loop (asyncio, Textual's) only sees the host through its host.sqlite, as a viewer would."""
+
+    def __init__(self, team: TeamSpec, scripts: dict[str, Sequence[Any]]) -> None:
+        self.team = team
+        self.drivers = {name: ScriptedDriver(script) for name, script in scripts.items()}
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="live-host", daemon=True)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._host: Host | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def hostdb_path(self) -> Path:
+        return self.team.hostdb_path
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(START) or self.error is not None:
+            raise RuntimeError(f"the host did not start: {self.error!r}")
+
+    def stop(self) -> None:
+        if self._token is not None and self._host is not None and self._thread.is_alive():
+            trio.from_thread.run_sync(self._host.request_stop, trio_token=self._token)
+        self._thread.join(START)
+        assert not self._thread.is_alive(), "the host did not stop"
+        if self.error is not None:
+            raise self.error
+
+    def _main(self) -> None:
+        try:
+            trio.run(self._serve)
+        except BaseException as exc:  # reported by start() or stop() in the test's thread
+            self.error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        host = Host(
+            self.team,
+            drivers=lambda spec: self.drivers[spec.name],
+            home=self.team.state_dir.parents[1],
+            policy=FAST,
+            log_interval=0.01,
+        )
+        self._host = host
+        async with anyio.create_task_group() as tg:
+            await tg.start(host.serve)
+            self._ready.set()
+            await host.stopped()
+
+
+@pytest.fixture
+def live_host(tmp_path: Path) -> Iterator[Callable[..., LiveHost]]:
+    """`live_host(a=[turn, ...], b=[...])`: a started host whose panels play those scripts."""
+    started: list[LiveHost] = []
+
+    def start(**scripts: Sequence[Any]) -> LiveHost:
+        host = LiveHost(make_team(tmp_path, panels(*scripts)), scripts)
+        started.append(host)
+        host.start()
+        return host
+
+    yield start
+    for host in started:
+        host.stop()
+
+
+def write_host_db(
+    path: Path,
+    rows: Sequence[PanelRow],
+    events: Sequence[HostEvent] = (),
+    *,
+    team: str = "t",
+) -> None:
+    """A host.sqlite as a host would leave it (no host runs: the pid in meta is not alive)."""
+    conn = connect(path)
+    try:
+        set_meta(conn, {"team": team, "pid": "0"})
+        upsert_panels(conn, rows)
+        append_events(conn, [(time.time(), e) for e in events])
+    finally:
+        conn.close()
+
+
+def transcript(app: DashboardApp, panel: str) -> str:
+    """What a pane's transcript shows, as rendered lines."""
+    pane = app.panes[panel]
+    return "\n".join(strip.text for strip in pane.transcript.lines)
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], bool], *, within: float = 10.0) -> None:
+    """Let the app run until `check()` holds; fail after `within` seconds."""
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within}s: {check}")
+        await pilot.pause(0.02)
+
+
+def pane(app: DashboardApp, name: str) -> PanelPane:
+    return app.panes[name]
