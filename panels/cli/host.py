@@ -9,6 +9,7 @@ control table.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -246,11 +247,13 @@ def demo(
     import anyio
 
     from panels.host.demo import run_demo
+    from panels.host.process import until_interrupted
 
     scratch = Path(tempfile.mkdtemp(prefix="mnemara-demo-"))
     os.environ["MNEMARA_HOME"] = str(scratch / "home")
     try:
-        result = anyio.run(lambda: run_demo(scratch, out=typer.echo), backend="trio")
+        demo_run = functools.partial(run_demo, scratch, out=typer.echo)
+        result = anyio.run(until_interrupted, demo_run, backend="trio")
     finally:
         if keep:
             typer.echo(f"kept {scratch}")

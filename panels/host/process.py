@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -26,6 +26,8 @@ from panels.host.account import printer
 from panels.host.errors import HostRunningError
 from panels.host.procfs import pid_alive
 from panels.team import TeamSpec
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from panels.host.services import DriverFactory
@@ -83,6 +85,37 @@ def take_pid_file(team: TeamSpec, life: str = "") -> None:
 def release_pid_file(team: TeamSpec) -> None:
     if read_pid(team.pid_path) == os.getpid():
         team.pid_path.unlink(missing_ok=True)
+
+
+async def until_interrupted(work: Callable[[], Awaitable[T]]) -> T:
+    """Run `work`; Ctrl-C (SIGINT) cancels it, lets its cleanups finish, then raises
+    KeyboardInterrupt from here.
+
+    Left to itself, trio raises KeyboardInterrupt wherever the main task happens to be,
+    which can be half way out of a nursery; caught as a signal, the stop is an ordinary
+    cancellation and the interrupt is raised only once everything is closed.
+    """
+    interrupted = False
+    result: list[T] = []
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+
+            async def on_sigint() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    tg.cancel_scope.cancel()
+                    return
+
+            async def run() -> None:
+                result.append(await work())
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_sigint)
+            tg.start_soon(run)
+    if interrupted or not result:
+        raise KeyboardInterrupt
+    return result[0]
 
 
 async def run_headless(
