@@ -2,15 +2,18 @@
 
 The app wires collaborators and delegates: a worker follows the file (tail.py) and hands
 each pane its status row and events; a pane's `InputGiven` becomes an `Input` verb queued
-through commands.py. Quitting closes the viewer only; the host goes on.
+through commands.py. Open approvals (approvals.py) mark their panes and, one at a time, open
+the answer modal (modals.py); F2..F5 give the focused pane's panel a verb. Read-only viewers
+show the approvals waiting and send nothing. Quitting closes the viewer only; the host goes on.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -21,9 +24,11 @@ from textual.worker import Worker, WorkerError
 
 from panels.host.procfs import pid_alive
 from panels.hostdb import HostEvent, PanelRow
-from panels.hostdb.verbs import Input
+from panels.hostdb.verbs import Answer, AnswerRequest, Halt, Input, Pause, Resume, Stop, Verb
+from panels.ui.approvals import ApprovalQueue, Question
 from panels.ui.commands import Sender, open_sender
 from panels.ui.lines import MAX_PANELS, grid_columns, header_line, host_running
+from panels.ui.modals import ApprovalScreen, HaltScreen
 from panels.ui.pane import PanelPane
 from panels.ui.tail import Changes, Tail, open_tail
 
@@ -39,6 +44,11 @@ class DashboardApp(App[None]):
         Binding("ctrl+p", "cycle(-1)", "Previous pane"),
         # ctrl+z is undo in the composer; ctrl+f ("full") zooms.
         Binding("ctrl+f", "zoom", "Zoom"),
+        # Function keys: the composer types every printable key, and ctrl+h is backspace.
+        Binding("f2", "verb('pause')", "Pause"),
+        Binding("f3", "verb('resume')", "Resume"),
+        Binding("f4", "verb('stop')", "Stop turn"),
+        Binding("f5", "halt", "Halt"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -51,6 +61,9 @@ class DashboardApp(App[None]):
         self.running = False
         self.sent: list[int] = []  # ids of the commands this viewer queued
         self.zoomed: str | None = None
+        self.approvals = ApprovalQueue()
+        self.asking: ApprovalScreen | None = None  # the answer modal shown, if any
+        self._answered: set[int] = set()  # requests answered here, not yet closed by the host
         self._resources = AsyncExitStack()
         self._sender: Sender | None = None
         self._tail_worker: Worker[None] | None = None
@@ -103,6 +116,8 @@ class DashboardApp(App[None]):
             pane = self.panes.get(name)
             if pane is not None:
                 pane.show_events(events)
+        self.approvals.take(logged.event for logged in changes.events)
+        self._show_approvals()
         self._show_header()
 
     async def _show_panels(self, rows: list[PanelRow]) -> None:
@@ -129,8 +144,39 @@ class DashboardApp(App[None]):
         for name, pane in self.panes.items():
             pane.set_class(name == self.zoomed, "zoomed")
 
+    def _show_approvals(self) -> None:
+        """Mark the waiting panes; close the modal of a question closed elsewhere; open the
+        next question's modal when none is shown (never on a read-only viewer)."""
+        for name, pane in self.panes.items():
+            pane.waiting = tuple(q.request for q in self.approvals.waiting(name))
+        self._answered.intersection_update(q.request for q in self.approvals.waiting())
+        if self.asking is not None and not self.approvals.is_open(self.asking.question.request):
+            if self.screen is self.asking:
+                self.asking.dismiss(None)
+            self.asking = None
+        if self.asking is not None or self.read_only or len(self.screen_stack) > 1:
+            return  # one modal at a time; the halt modal, when open, goes first
+        question = self.approvals.next(skip=self._answered)
+        if question is not None:
+            self.asking = ApprovalScreen(question, waiting=len(self.approvals.waiting()))
+            self.push_screen(self.asking, self._answer_callback(question))
+
+    def _answer_callback(self, question: Question) -> Callable[[str | None], Awaitable[None]]:
+        async def answered(answer: str | None) -> None:
+            if self.asking is not None and self.asking.question == question:
+                self.asking = None
+            if answer is not None:
+                self._answered.add(question.request)
+                await self._send(AnswerRequest(panel=question.panel, request=question.request,
+                                               answer=cast(Answer, answer)))  # fmt: skip
+            self._show_approvals()
+            self._show_header()
+
+        return answered
+
     def _show_header(self) -> None:
-        text = header_line(self.meta, running=self.running, panels=len(self.panes))
+        text = header_line(self.meta, running=self.running, panels=len(self.panes),
+                           waiting=len(self.approvals.waiting()))  # fmt: skip
         self.query_one("#header", Static).update(Text(text))
 
     def _notice(self, text: str) -> None:
@@ -159,12 +205,40 @@ class DashboardApp(App[None]):
         if pane is not None:
             pane.focus_target()
 
-    async def on_panel_pane_input_given(self, message: PanelPane.InputGiven) -> None:
-        if self._sender is None:  # read-only: its panes have no composer; refuse all the same
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in {"verb", "halt"}:
+            return not self.read_only  # hidden from the footer and never run
+        return True
+
+    async def action_verb(self, name: str) -> None:
+        pane = self.focused_pane()
+        verbs: dict[str, type[Pause | Resume | Stop]] = {"pause": Pause, "resume": Resume,
+                                                          "stop": Stop}  # fmt: skip
+        if pane is not None and name in verbs:
+            await self._send(verbs[name](panel=pane.panel))
+
+    def action_halt(self) -> None:
+        pane = self.focused_pane()
+        if pane is None or self.read_only:
             return
-        ident = await self._sender.send(Input(panel=message.panel, text=message.text))
+        panel = pane.panel
+
+        async def halt(reason: str | None) -> None:
+            if reason is not None:
+                await self._send(Halt(panel=panel, reason=reason))
+            self._show_approvals()  # a question that came while the halt modal was open
+
+        self.push_screen(HaltScreen(panel), halt)
+
+    async def on_panel_pane_input_given(self, message: PanelPane.InputGiven) -> None:
+        await self._send(Input(panel=message.panel, text=message.text))
+
+    async def _send(self, verb: Verb) -> None:
+        if self._sender is None:  # read-only: nothing offers to send; refuse all the same
+            return
+        ident = await self._sender.send(verb)
         self.sent.append(ident)
-        self._notice(f"input to {message.panel} queued as command {ident}")
+        self._notice(f"{verb.name} to {verb.panel} queued as command {ident}")
 
 
 def make_app(hostdb_path: Path, *, read_only: bool = False) -> DashboardApp:

@@ -96,9 +96,16 @@ def status_line(row: PanelRow | None) -> str:
     )
 
 
-def header_line(meta: dict[str, str], *, running: bool, panels: int) -> str:
+def header_line(meta: dict[str, str], *, running: bool, panels: int, waiting: int = 0) -> str:
     team = clean(meta.get("team", "?"), 64)
-    return f"team {team} · host {'running' if running else 'stopped'} · {panels} panel(s)"
+    line = f"team {team} · host {'running' if running else 'stopped'} · {panels} panel(s)"
+    return line + (f" · {waiting} approval(s) waiting" if waiting else "")
+
+
+def waiting_line(requests: Sequence[int]) -> str:
+    """A pane's mark while its panel waits for approvals."""
+    listed = ", ".join(str(r) for r in requests)
+    return f"WAITING for approval (request {listed})"
 
 
 def host_running(events: Sequence[ev.HostEvent], was: bool) -> bool:

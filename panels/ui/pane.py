@@ -20,7 +20,7 @@ from textual.widgets import RichLog, Static
 from panels.host.account import clean
 from panels.hostdb import HostEvent, PanelRow
 from panels.ui.composer import Composer
-from panels.ui.lines import status_line, transcript_lines
+from panels.ui.lines import status_line, transcript_lines, waiting_line
 
 MAX_LINES = 2_000  # transcript lines a pane keeps
 
@@ -29,6 +29,7 @@ class PanelPane(Vertical):
     """The view of one panel. `read_only` panes have no composer."""
 
     status: reactive[PanelRow | None] = reactive(None, layout=False)
+    waiting: reactive[tuple[int, ...]] = reactive((), layout=False)  # open approval requests
 
     class InputGiven(Message):
         """The operator wrote `text` for the pane's panel."""
@@ -73,8 +74,15 @@ class PanelPane(Vertical):
 
     def watch_status(self, row: PanelRow | None) -> None:
         if self.is_mounted:
-            self.query_one(".pane-status", Static).update(Text(status_line(row)))
+            line = status_line(row)
+            if self.waiting:
+                line = f"{waiting_line(self.waiting)} · {line}"
+            self.query_one(".pane-status", Static).update(Text(line))
             self.set_class(row is not None and row.state == "halted", "halted")
+            self.set_class(bool(self.waiting), "waiting")
+
+    def watch_waiting(self) -> None:
+        self.watch_status(self.status)
 
     def on_mount(self) -> None:
         self.watch_status(self.status)

@@ -22,6 +22,7 @@ from panels.ui.pane import PanelPane
 from runtime.scripted import ScriptedDriver
 from tests.panels.host.conftest import FAST, make_team, panels
 
+ASK_BASH = '[[panels.policy]]\ntool = "Bash"\nmode = "ask"\n'
 START = 15.0  # seconds a host may take to start or stop
 
 
@@ -85,11 +86,12 @@ class LiveHost:
 
 @pytest.fixture
 def live_host(tmp_path: Path) -> Iterator[Callable[..., LiveHost]]:
-    """`live_host(a=[turn, ...], b=[...])`: a started host whose panels play those scripts."""
+    """`live_host(a=[turn, ...], b=[...])`: a started host whose panels play those scripts;
+    `policy=` is team.toml text added after each panel (e.g. `ASK_BASH`: its Bash calls ask)."""
     started: list[LiveHost] = []
 
-    def start(**scripts: Sequence[Any]) -> LiveHost:
-        host = LiveHost(make_team(tmp_path, panels(*scripts)), scripts)
+    def start(*, policy: str = "", **scripts: Sequence[Any]) -> LiveHost:
+        host = LiveHost(make_team(tmp_path, "".join(panels(n) + policy for n in scripts)), scripts)
         started.append(host)
         host.start()
         return host
