@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,13 @@ from panels.cli.teams import open_host_db, running_pid, team_state
 START_WAIT = 30.0  # seconds `up` waits for a detached host to say it is ready
 
 
+def _life_id(value: str) -> str:
+    """Option callback: a life id is one word (it is written in the pid file after the pid)."""
+    if value and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", value):
+        raise typer.BadParameter("a life id is 1 to 64 letters, digits, '_' or '-'")
+    return value
+
+
 @reports_errors
 def up(
     team_file: Annotated[
@@ -40,7 +48,13 @@ def up(
     ] = False,
     life: Annotated[
         str,
-        typer.Option("--life", metavar="ID", hidden=True, help="This start's life id (from up)."),
+        typer.Option(
+            "--life",
+            metavar="ID",
+            hidden=True,
+            callback=_life_id,
+            help="This start's life id (from up).",
+        ),
     ] = "",
 ) -> None:
     """Start a team's host (detached, or in the foreground with --headless)."""

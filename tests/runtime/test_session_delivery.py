@@ -7,7 +7,8 @@ records neither, so its messages come again and the re-run does not send twice.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,6 +76,16 @@ def reply(text: str) -> list[DriverEvent]:
     return [TextDelta(text), Usage(10, 3), Done()]
 
 
+@asynccontextmanager
+async def with_tool(
+    tool: SendTool, driver: ScriptedDriver, approver: object
+) -> AsyncIterator[Session]:
+    """A session of instance t1 whose turns can call `tool` (which queues sends on it)."""
+    async with open_session("t1", driver=driver, approver=approver, tools=[tool.spec]) as s:  # type: ignore[arg-type]
+        tool.session = s
+        yield s
+
+
 async def run(session: Session, text: str, **kwargs: Any) -> list[object]:
     return [e async for e in session.turn(text, **kwargs)]
 
@@ -103,13 +114,7 @@ async def test_sends_are_stored_with_the_commit_under_their_labels(
 ) -> None:
     tool = SendTool()
     driver = ScriptedDriver([sending({"n": 1}, {"n": 2}), sending({"n": 3})])
-    async with open_session(
-        "t1",
-        driver=driver,
-        approver=approver,  # type: ignore[arg-type]
-        tools=[tool.spec],
-    ) as s:
-        tool.session = s
+    async with with_tool(tool, driver, approver) as s:
         first = await run(s, "send two")
         second = await run(s, "send one")
         pending = await s.store.outbox_pending()
@@ -131,13 +136,7 @@ async def test_stopped_turn_records_its_consumed_ids_and_sends(
 ) -> None:
     tool = SendTool(hang=True)
     driver = ScriptedDriver([sending({"text": "half way"})])
-    async with open_session(
-        "t1",
-        driver=driver,
-        approver=approver,  # type: ignore[arg-type]
-        tools=[tool.spec],
-    ) as s:
-        tool.session = s
+    async with with_tool(tool, driver, approver) as s:
         async with anyio.create_task_group() as tg:
 
             async def turn() -> None:
@@ -160,13 +159,7 @@ async def test_failed_turn_records_neither_and_its_rerun_sends_once(
     tool = SendTool()
     busy = ErrorEvent("overloaded", "529 overloaded", retryable=True)
     driver = ScriptedDriver([sending({"try": 1}, then=busy), sending({"try": 2})])
-    async with open_session(
-        "t1",
-        driver=driver,
-        approver=approver,  # type: ignore[arg-type]
-        tools=[tool.spec],
-    ) as s:
-        tool.session = s
+    async with with_tool(tool, driver, approver) as s:
         with pytest.raises(ServiceBusyError):
             await run(s, "job", consumed_ids=[8], source="bus")
         assert tool.queued.is_set(), "the failed turn did queue a send"
@@ -187,13 +180,7 @@ async def test_queue_send_is_refused_outside_a_turn_and_for_bad_payloads(
 ) -> None:
     tool = SendTool()
     driver = ScriptedDriver([sending({"bad": float("nan")}), reply("done")])
-    async with open_session(
-        "t1",
-        driver=driver,
-        approver=approver,  # type: ignore[arg-type]
-        tools=[tool.spec],
-    ) as s:
-        tool.session = s
+    async with with_tool(tool, driver, approver) as s:
         with pytest.raises(RuntimeError, match="only valid while a turn is in flight"):
             s.queue_send("eng", {"text": "early"})
         events = await run(s, "try it")

@@ -101,7 +101,13 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-i", "inst", "--script", "{two}", "-p", "zz"], USAGE),
         (["-i", "inst", "--script", "{two}", "-p", "a", "--log", "{dir}"], USAGE),
     ],
-    "up": [([], USAGE), (["{missing}"], USAGE), (["{dir}"], USAGE), (["{bad_toml}"], CONFIG)],
+    "up": [
+        ([], USAGE),
+        (["{missing}"], USAGE),
+        (["{dir}"], USAGE),
+        (["{bad_toml}"], CONFIG),
+        (["{file}", "--headless", "--life", "two words"], USAGE),  # it goes in the pid file
+    ],
     "down": [
         ([], USAGE),
         (["-t", "ghost"], HOST),
