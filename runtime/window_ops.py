@@ -70,6 +70,12 @@ def plan_drop_newest(rows: Sequence[Row], n: int) -> EditPlan:
     return EditPlan({}, tuple(r.id for r in editable[len(editable) - max(0, n) :]))
 
 
+def plan_drop_ids(rows: Sequence[Row], ids: Sequence[int]) -> EditPlan:
+    """Drop the rows `ids` names (pinned rows and the turn in flight excepted)."""
+    wanted = set(ids)
+    return EditPlan({}, tuple(r.id for r in _editable(rows) if r.id in wanted))
+
+
 def _tokens(blocks: Sequence[Block]) -> int:
     return estimate_tokens(json.dumps(list(blocks), ensure_ascii=False))
 

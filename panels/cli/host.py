@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from panels.cli import dash, steer
 from panels.cli.errors import EXIT_FAILURE, fail, reports_errors
 from panels.cli.options import TeamOpt, not_negative
 from panels.cli.teams import open_host_db, running_pid, team_state
+
+if TYPE_CHECKING:
+    from panels.host.demo import DemoResult
 
 START_WAIT = 30.0  # seconds `up` waits for a detached host to say it is ready
 
@@ -46,6 +49,12 @@ def up(
     headless: Annotated[
         bool, typer.Option("--headless", help="Run in the foreground with plain log lines.")
     ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach", help="Return once the host is started; do not open the dashboard."
+        ),
+    ] = False,
     life: Annotated[
         str,
         typer.Option(
@@ -57,7 +66,11 @@ def up(
         ),
     ] = "",
 ) -> None:
-    """Start a team's host (detached, or in the foreground with --headless)."""
+    """Start a team's host in the background and open the dashboard on it (on a terminal).
+
+    --detach (or no terminal) returns once the host is ready; closing the dashboard leaves
+    the team running. --headless runs the host in the foreground with plain log lines.
+    """
     import anyio
 
     from panels.host.orphans import without_marker
@@ -90,6 +103,8 @@ def up(
                 f"host of team {team.name!r} started (pid {child.pid}); log: {team.log_path}"
             )
             typer.echo(f"  mnemara ps -t {team.name}    mnemara logs -f -t {team.name}")
+            if not detach:
+                _attach_after_up(team.name, team.hostdb_path)
             return
         time.sleep(0.1)
     code = child.poll()
@@ -105,6 +120,17 @@ def up(
         f"the host of team {team.name!r} did not start: {reason} (log: {team.log_path})",
         code or EXIT_FAILURE,
     )
+
+
+def _attach_after_up(name: str, hostdb_path: Path) -> None:
+    """On a terminal: the dashboard on the host just started; the team outlives it."""
+    from panels.cli.front import open_dashboard, wants_dashboard
+
+    if not wants_dashboard():
+        return
+    open_dashboard(hostdb_path)
+    typer.echo(f"the dashboard is closed; the host of team {name!r} goes on running")
+    typer.echo(f"  mnemara attach -t {name}    mnemara down -t {name}")
 
 
 def _why_it_stopped(log: Path, start: int) -> str:
@@ -254,27 +280,58 @@ def logs(
 @reports_errors
 def demo(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch directory.")] = False,
+    no_tui: Annotated[
+        bool,
+        typer.Option("--no-tui", help="Print the story as lines (also used with no terminal)."),
+    ] = False,
 ) -> None:
-    """Run the producer-engineer-watchdog team on the rehearsal model: offline, no key."""
+    """Run the producer-engineer-watchdog team on the rehearsal model: offline, no key.
+
+    On a terminal the dashboard shows the three panels at work (answer the engineer's
+    approval in it; ctrl+q closes it and stops the team); otherwise the story is
+    printed as lines and the demo answers the approval itself. A summary follows.
+    """
     import shutil
 
     import anyio
 
+    from panels.cli.front import wants_dashboard
     from panels.host.demo import run_demo
     from panels.host.process import until_interrupted
 
     scratch = Path(tempfile.mkdtemp(prefix="mnemara-demo-"))
     os.environ["MNEMARA_HOME"] = str(scratch / "home")
+    on_dashboard = wants_dashboard(no_tui)
     try:
-        demo_run = functools.partial(run_demo, scratch, out=typer.echo)
-        result = anyio.run(until_interrupted, demo_run, backend="trio")
+        if on_dashboard:
+            result = _demo_on_dashboard(scratch)
+        else:
+            demo_run = functools.partial(run_demo, scratch, out=typer.echo)
+            result = anyio.run(until_interrupted, demo_run, backend="trio")
     finally:
         if keep:
             typer.echo(f"kept {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
-    if not (result.quiet and result.halted and result.claimed == 0):
+    if result.claimed != 0:
         raise typer.Exit(EXIT_FAILURE)
+    if on_dashboard and not result.quiet:
+        # Closed before the story ended: the operator's choice, not a failure.
+        typer.echo("(the dashboard was closed before the story ended: run it again to see it all)")
+    elif not (result.quiet and result.halted):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _demo_on_dashboard(scratch: Path) -> DemoResult:
+    """The demo's host in a thread, the dashboard in front; the summary once it closes."""
+    from panels.cli.front import dashboard_over
+    from panels.host.demo import demo_team, run_demo
+    from panels.host.thread import HostThread
+
+    team = demo_team(scratch)
+    work = functools.partial(run_demo, scratch, out=typer.echo, team=team, viewer=True)
+    typer.echo("the dashboard opens; ctrl+q closes it and stops the demo team")
+    return dashboard_over(HostThread(work), team.hostdb_path, stopping="stopping the demo team…")
 
 
 host_commands: list[tuple[str, Callable[..., Any]]] = [
@@ -283,6 +340,7 @@ host_commands: list[tuple[str, Callable[..., Any]]] = [
     ("ps", ps),
     ("logs", logs),
     ("attach", dash.attach),
+    ("dash", dash.dash),
     ("send", steer.send),
     ("approve", steer.approve),
     ("deny", steer.deny),

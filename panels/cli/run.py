@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-import os
-import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from panels.cli.errors import EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import InstanceOpt
+
+if TYPE_CHECKING:
+    import anyio.abc
+
+    from panels.host.services import DriverFactory
+    from panels.host.thread import StopFn
+    from panels.team import TeamSpec
+    from runtime.rehearsal import Script
 
 
 @reports_errors
@@ -40,11 +49,14 @@ def run(
 ) -> None:
     """Run an instance as a team of one and talk to it (its peer_poll settings work too).
 
-    Exits 1 when the host gives up on the panel (a corrupt file, failures a restart will not
-    fix); the reason is printed above.
+    On a terminal the dashboard opens over the instance's pane (its host runs in this
+    process; quitting the dashboard stops it), with --rehearsal too; --no-tui,
+    MNEMARA_NO_TUI=1 or no terminal gives the line REPL. Exits 1 when the host gives up on
+    the panel (a corrupt file, failures a restart will not fix); the reason is printed.
     """
     import anyio
 
+    from panels.cli.front import wants_dashboard
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
 
@@ -52,19 +64,91 @@ def run(
         raise fail(
             "--panel chooses a panel of a rehearsal script: give --rehearsal FILE", EXIT_USAGE
         )
-    wants_tui = not (no_tui or os.environ.get("MNEMARA_NO_TUI") == "1" or not sys.stdin.isatty())
-    if rehearsal is not None:
+    on_dashboard = wants_dashboard(no_tui)
+    if rehearsal is not None and not on_dashboard:
         from panels.cli.rehearse import run_rehearsal
 
-        _say_no_dashboard(wants_tui)
         run_rehearsal(instance, rehearsal, panel, [], None)
         return
     team = solo_team(instance)
-    _say_no_dashboard(wants_tui)
-    if not anyio.run(lambda: run_solo(team), backend="trio"):
+    if on_dashboard:
+        script = None if rehearsal is None else _checked_script(instance, rehearsal, panel)
+        ok = _run_dashboard(team, script)
+    else:
+        ok = anyio.run(lambda: run_solo(team), backend="trio")
+    if not ok:
         raise typer.Exit(EXIT_FAILURE)
 
 
-def _say_no_dashboard(wants_tui: bool) -> None:
-    if wants_tui:
-        typer.echo("(the dashboard is not built yet; using the line REPL)", err=True)
+def _checked_script(instance: str, path: Path, panel: str | None) -> tuple[Script, str]:
+    """The rehearsal script and its panel that answers, checked as `rehearse` checks them."""
+    from panels.cli.rehearse import pick_panel
+    from runtime.rehearsal import load_script
+
+    if path.is_dir():
+        raise fail(f"{path} is a directory; give the rehearsal script (TOML) in it", EXIT_USAGE)
+    script = load_script(path)
+    return script, pick_panel(script, panel, path, instance=instance)
+
+
+@asynccontextmanager
+async def _rehearsal_drivers(
+    script: Script, panel: str, totals: list[str]
+) -> AsyncIterator[DriverFactory]:
+    """The script served on loopback and a CLI driver aimed at its `panel` (as `rehearse`
+    runs it: a throwaway HOME, a dummy key); the usage total is appended to `totals`."""
+    from panels.cli.rehearse import usage_line
+    from runtime.claude import ClaudeDriver
+    from runtime.rehearsal import open_rehearsal_server
+    from runtime.rehearsal.env import rehearsal_env
+
+    with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
+        async with open_rehearsal_server(script) as server:
+            driver = ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home)))
+            try:
+                yield lambda spec: driver
+            finally:
+                totals.append(f"rehearsal total: {usage_line(server.requests(panel))}")
+
+
+def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) -> bool:
+    """The one-panel team's host in a thread (answered by `rehearsal`'s script and panel
+    when given), the dashboard in front; False when the host gave up on the panel (its
+    reason is printed after the dashboard closes)."""
+    from panels.cli.front import dashboard_over
+    from panels.host.account import clean
+    from panels.host.host import Host
+    from panels.host.thread import HostThread, serve_host
+    from panels.hostdb import Logged
+    from panels.hostdb.catalogue import PanelGivenUp
+    from panels.repl.face import SOLO_RESTARTS
+
+    given_up: list[PanelGivenUp] = []
+    totals: list[str] = []
+
+    def note(logged: Logged) -> None:
+        if isinstance(logged.event, PanelGivenUp):
+            given_up.append(logged.event)
+
+    async def work(*, task_status: anyio.abc.TaskStatus[StopFn]) -> Host:
+        async with AsyncExitStack() as stack:
+            drivers = None
+            if rehearsal is not None:
+                drivers = await stack.enter_async_context(_rehearsal_drivers(*rehearsal, totals))
+            # Built here, in the host's thread: a Host makes trio objects, which need trio.
+            host = Host(
+                team,
+                drivers=drivers,
+                policy=SOLO_RESTARTS,
+                listeners=[note],
+                redeliver_failed_input=False,  # as the REPL: the operator sees the error at once
+                holder=f"`mnemara run` of instance {team.panels[0].instance!r}",
+            )
+            return await serve_host(host, pid_file=True, task_status=task_status)
+
+    dashboard_over(HostThread(work), team.hostdb_path, stopping=f"stopping {team.name}…")
+    for line in totals:
+        typer.echo(line)
+    for event in given_up:
+        typer.echo(f"mnemara: the host gave up on {event.panel}: {clean(event.reason)}", err=True)
+    return not given_up

@@ -97,12 +97,16 @@ class Dispatcher:
             return Outcome(True, "stopping")
         if isinstance(verb, verbs.AnswerRequest):
             return self._answer(verb)
+        if isinstance(verb, verbs.Retry):
+            return await self._retry(verb, by)
         runner = self._runner(verb, by)
         if verb.window:
             async with runner.between_turns() as session:
                 if session is None:
                     raise VerbRefusedError(f"{runner.name} has no session now (see `ps`)")
-                return Outcome(True, await apply_window(session, verb))
+                text = await apply_window(session, verb)
+                await runner.count_window()
+                return Outcome(True, text)
         return await self._at_once(runner, verb, by)
 
     def _runner(self, verb: verbs.Verb, by: str) -> PanelRunner:
@@ -170,6 +174,11 @@ class Dispatcher:
             tokens = verb.max_window_tokens
             self.services.log.emit(WindowTokensChanged(panel=runner.name, max_window_tokens=tokens))
             return Outcome(True, f"max_window_tokens is {verb.max_window_tokens}")
+        if isinstance(verb, verbs.SetName):
+            label = verb.label.strip()
+            self._session(runner).update_config(display_name=label)
+            shown = f"its replies show as {label!r}" if label else "its label is cleared"
+            return Outcome(True, f"{shown} (saved to its config)")
         if isinstance(verb, verbs.SetInbox):
             runner.set_inbox(verb.on)
             return Outcome(True, f"inbox delivery is {'on' if verb.on else 'off'}")
@@ -179,6 +188,18 @@ class Dispatcher:
         if runner.session is None:
             raise VerbRefusedError(f"{runner.name} has no session now (see `ps`)")
         return runner.session
+
+    async def _retry(self, verb: verbs.Retry, by: str) -> Outcome:
+        """A dead letter back in the queue (the bus pane's `r`, like `mnemara bus retry`)."""
+        if by != OPERATOR:
+            raise VerbRefusedError("only the operator retries dead letters")
+        moved = await self.services.bus.retry(ids=[verb.id])
+        if not moved:
+            raise VerbRefusedError(
+                f"message {verb.id} is not a dead letter (retried already, or never given up)"
+            )
+        # The panels wake on the bus change; their dead-letter counts follow (inboxes.py).
+        return Outcome(True, f"message {verb.id} is back in the queue ({moved} recipient(s))")
 
     def _answer(self, verb: verbs.AnswerRequest) -> Outcome:
         approvals = self.services.approvals

@@ -12,9 +12,9 @@ they are called synchronously from the emitting task and must not block or raise
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -141,8 +141,9 @@ class EventLog:
 
 
 def _changed(rows: list[PanelRow], before: list[PanelRow]) -> bool:
-    def key(r: PanelRow) -> tuple[Any, ...]:
-        return (r.name, r.state, r.detail, r.turns, r.input_tokens, r.output_tokens, r.usd,
-                r.epoch, r.inbox, r.model)  # fmt: skip
+    """Whether any figure but the time stamp changed (the stamp alone is no news)."""
+
+    def key(r: PanelRow) -> PanelRow:
+        return dataclasses.replace(r, updated_ts=0.0)
 
     return [key(r) for r in rows] != [key(r) for r in before]

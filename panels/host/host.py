@@ -32,6 +32,7 @@ from panels.host.digests import DigestService
 from panels.host.dispatch import Dispatcher, Outcome
 from panels.host.drivers import claude_drivers
 from panels.host.eventlog import EventLog, Listener, LiveListener
+from panels.host.inboxes import serve_inbox_counts
 from panels.host.instances import ensure_instance
 from panels.host.orphans import marker_env, sweep_orphans
 from panels.host.panel import PanelRunner
@@ -140,6 +141,7 @@ class Host:
                 self._build(bus, drivers)
                 await services_tg.start(self.services.log.serve)
                 await services_tg.start(self.services.watch.serve)
+                await services_tg.start(serve_inbox_counts, bus, self.panels)
                 await self._record_start(leases)
                 if swept:
                     pids, commands = tuple(o.pid for o in swept), tuple(o.command for o in swept)
@@ -222,9 +224,15 @@ class Host:
         return tools
 
     async def _record_start(self, leases: Sequence[Lease]) -> None:
+        # Where each panel's instance lives and the team's role doc for it (empty: the
+        # instance's own), so a viewer can read the store and role doc without the team file.
+        files = {f"instance:{spec.name}": str(lease.paths.root)
+                 for spec, lease in zip(self.team.panels, leases, strict=True)}  # fmt: skip
+        files |= {f"role:{spec.name}": str(spec.role or "") for spec in self.team.panels}
         await self.db.set_meta({"team": self.team.name, "pid": str(os.getpid()),
                                 "bus": str(self.team.bus_path), "started": str(time.time()),
-                                "source": str(self.team.source or "")})  # fmt: skip
+                                "source": str(self.team.source or ""), **files,
+                                **budget_meta(self.team)})  # fmt: skip
         log = self.services.log
         log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid(),
                              life=self.life))  # fmt: skip
@@ -309,3 +317,9 @@ async def open_host(team: TeamSpec, **options: Any) -> AsyncIterator[Host]:
             yield host
         finally:
             host.request_stop()
+
+
+def budget_meta(team: TeamSpec) -> dict[str, str]:
+    """The team's [team.budget] as meta values for viewers (the dashboard's header); 0: none."""
+    budget = team.budget
+    return {"budget_usd": str(budget.max_usd or 0), "budget_tokens": str(budget.max_tokens or 0)}

@@ -72,6 +72,7 @@ async def live(
         host.log.emit(PanelStarted(panel=spec.name, epoch=runner.epoch, instance=spec.instance,
                                    model=runner.model, created=prepared.created))  # fmt: skip
         runner.dead_letters = await _dead_letter_count(runner)
+        await runner.count_window()
         await _note_acks(runner, session)
         await publish(runner, session)
         runner.set_state(runner.resting_state(), runner.halt_detail())
@@ -96,6 +97,8 @@ async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None
             continue
         async with slots, runner.exclusive:
             ran = await _claim_and_run(runner, session, tickets)
+            if ran:
+                await runner.count_window()
         if not ran:
             with anyio.move_on_after(host.idle_recheck):
                 await wake.wait()

@@ -68,6 +68,10 @@ class PanelRunner:
         self.guard.on_record.append(self._on_record)
         self.turns = 0
         self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
+        # For the status line: the window's tokens (after each turn and window verb) and the
+        # messages waiting on the bus (inboxes.py, at its own cadence).
+        self.window_tokens = 0
+        self.waiting = 0
         self.turn: TurnContext | None = None
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
         self.seen: OrderedDict[int, Message] = OrderedDict()
@@ -121,8 +125,15 @@ class PanelRunner:
     def spent(self) -> Spend:
         return self.guard.budget.snapshot().session
 
+    async def count_window(self) -> None:
+        """Note the window's tokens (the store caches its rows: one cheap query)."""
+        session = self.session
+        if session is not None:
+            self.window_tokens = sum(r.tokens for r in await session.store.rows())
+
     def status_row(self) -> PanelRow:
         spent = self.spent()
+        session = self.session
         return PanelRow(
             name=self.name,
             kind=self.spec.kind,
@@ -137,6 +148,10 @@ class PanelRunner:
             model=self.model,
             updated_ts=time.time(),
             dead_letters=self.dead_letters,
+            window_tokens=self.window_tokens,
+            token_cap=session.config.max_window_tokens if session is not None else 0,
+            budget_usd=self.guard.budget.limits.max_session_usd or 0.0,
+            waiting=self.waiting,
         )
 
     def _turn_sends(self) -> tuple[bool, int]:

@@ -62,6 +62,8 @@ async def evict(session: Session, verb: verbs.Evict) -> str:
     what = verb.what
     if what in ("oldest", "newest") and verb.count is None:
         raise WindowVerbError(f"evict {what} needs a count")
+    if (what == "rows") != (verb.row_ids is not None):
+        raise WindowVerbError("evict rows needs row_ids, and only evict rows takes them")
     if what == "tools":
         plan = window_ops.plan_strip_tools(rows)
     elif what == "thinking":
@@ -72,6 +74,8 @@ async def evict(session: Session, verb: verbs.Evict) -> str:
         plan = window_ops.plan_drop_role(rows, what)
     elif what == "oldest":
         plan = window_ops.plan_drop_oldest(rows, verb.count or 0)
+    elif what == "rows":
+        plan = window_ops.plan_drop_ids(rows, verb.row_ids or ())
     else:
         plan = window_ops.plan_drop_newest(rows, verb.count or 0)
     changed = await window_ops.apply_plan(session.store, plan)

@@ -29,9 +29,11 @@ from panels.hostdb.events import (
 from panels.hostdb.schema import SCHEMA_VERSION, HostDbError, connect, data_version
 from panels.hostdb.status import (
     PANEL_COLUMNS,
+    PANEL_TABLE_INFO,
     PanelRow,
     get_meta,
     panel_from_row,
+    panel_select,
     read_panels,
     set_meta,
     upsert_panels,
@@ -42,6 +44,7 @@ __all__ = [
     "EVENT_SCHEMA",
     "INSERT_COMMAND",
     "PANEL_COLUMNS",
+    "PANEL_TABLE_INFO",
     "SCHEMA_VERSION",
     "Command",
     "HostDb",
@@ -65,6 +68,7 @@ __all__ = [
     "logged_from_row",
     "open_hostdb",
     "panel_from_row",
+    "panel_select",
     "parse_verb",
     "pending_commands",
     "prune_commands",

@@ -10,9 +10,10 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
     commands  id AUTOINCREMENT, ts, panel, verb, args (JSON), state pending|done|failed,
               outcome (text), done_ts, by (who gave it: operator, a watchdog panel...)
     panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
-              updated_ts, dead_letters: the latest status of each panel, rewritten in place
-              (for `ps`)
-    meta      key PK, value: the host's pid, team, start time
+              updated_ts, dead_letters, and (v4) window_tokens, token_cap, budget_usd,
+              waiting: the latest status of each panel, rewritten in place (for `ps` and
+              the dashboard)
+    meta      key PK, value: the host's pid, team, bus, start time, the team's budget
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from panels.errors import HostDbError as HostDbError  # defined there, re-export
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -67,6 +68,12 @@ MIGRATION_STEPS: dict[int, tuple[str, ...]] = {
     1: _DDL,
     2: ("ALTER TABLE commands ADD COLUMN by TEXT NOT NULL DEFAULT 'operator'",),
     3: ("ALTER TABLE panels ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0",),
+    4: (
+        "ALTER TABLE panels ADD COLUMN window_tokens INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE panels ADD COLUMN token_cap INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE panels ADD COLUMN budget_usd REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE panels ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0",
+    ),
 }
 
 

@@ -1,9 +1,15 @@
-"""Panel status rows (what `ps` shows) and the host's meta values (pid, team, start time)."""
+"""Panel status rows (what `ps` and the dashboard show) and the host's meta values.
+
+A viewer may read a file an older host wrote (schema before v4 lacks the window, budget and
+inbox figures, before v3 the dead-letter count) without migrating it (it opens read-only):
+`panel_select` names only the columns the file has, and `panel_from_row` leaves the missing
+ones at their defaults.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import astuple, dataclass, fields
 from typing import Any
 
@@ -25,6 +31,10 @@ class PanelRow:
     model: str = ""
     updated_ts: float = 0.0
     dead_letters: int = 0  # messages given up for the panel (both its routes), on the bus
+    window_tokens: int = 0  # the tokens of the panel's window rows now
+    token_cap: int = 0  # its max_window_tokens (0: not known yet, no session)
+    budget_usd: float = 0.0  # its session dollar budget (0: none)
+    waiting: int = 0  # messages waiting for it on the bus (both routes), not yet claimed
 
 
 _NAMES = [f.name for f in fields(PanelRow)]
@@ -45,18 +55,30 @@ def upsert_panels(conn: sqlite3.Connection, rows: Sequence[PanelRow]) -> None:
 
 
 PANEL_COLUMNS = ", ".join(_NAMES)
+# What `PRAGMA table_info(panels)` returns the column names of (their position: 1).
+PANEL_TABLE_INFO = "PRAGMA table_info(panels)"
 
 
-def panel_from_row(row: Sequence[Any]) -> PanelRow:
-    """One `SELECT {PANEL_COLUMNS} FROM panels` row as a PanelRow."""
-    values = dict(zip(_NAMES, row, strict=True))
-    values["inbox"] = bool(values["inbox"])
+def panel_select(present: Iterable[str]) -> list[str]:
+    """The PanelRow columns that a file's panels table has (`present`: its column names),
+    in PanelRow order: what to SELECT from a file of any version."""
+    have = set(present)
+    return [n for n in _NAMES if n in have]
+
+
+def panel_from_row(row: Sequence[Any], names: Sequence[str] = _NAMES) -> PanelRow:
+    """One `SELECT {names} FROM panels` row as a PanelRow (`names` defaults to every column;
+    fields an older file lacks keep their defaults)."""
+    values = dict(zip(names, row, strict=True))
+    if "inbox" in values:
+        values["inbox"] = bool(values["inbox"])
     return PanelRow(**values)
 
 
 def read_panels(conn: sqlite3.Connection) -> list[PanelRow]:
-    rows = conn.execute(f"SELECT {PANEL_COLUMNS} FROM panels ORDER BY name")
-    return [panel_from_row(r) for r in rows]
+    names = panel_select(str(r[1]) for r in conn.execute(PANEL_TABLE_INFO))
+    rows = conn.execute(f"SELECT {', '.join(names)} FROM panels ORDER BY name")
+    return [panel_from_row(r, names) for r in rows]
 
 
 def clear_panels(conn: sqlite3.Connection, keep: Sequence[str]) -> None:

@@ -10,7 +10,7 @@ ever defaulted from a bad value: an answer that is not yes, no, session or alway
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,7 +18,7 @@ from panels.errors import VerbError as VerbError  # defined there, re-exported h
 
 Answer = Literal["yes", "no", "session", "always"]
 ANSWERS: tuple[str, ...] = ("yes", "no", "session", "always")
-EvictWhat = Literal["tools", "thinking", "writes", "user", "assistant", "oldest", "newest"]
+EvictWhat = Literal["tools", "thinking", "writes", "user", "assistant", "oldest", "newest", "rows"]
 MAX_TEXT = 256 * 1024
 
 
@@ -136,6 +136,25 @@ class SetInbox(PanelVerb):
     on: bool
 
 
+# -- the bus ------------------------------------------------------------------------------------
+
+
+class SetName(PanelVerb):
+    """The label shown for the panel's replies (the config's `display_name`; the original's
+    `/name`); an empty label clears it. Saved to the instance's config.json."""
+
+    name = "name"
+    label: str = Field(default="", max_length=40, pattern=r"^[^\x00-\x1f\x7f]*$")
+
+
+class Retry(Verb):
+    """Put a dead letter (message `id`, for every recipient that gave it up) back in the
+    queue with a fresh attempt count, as `mnemara bus retry ID` does. Team-wide: no panel."""
+
+    name = "retry"
+    id: int = Field(ge=1)
+
+
 # -- a panel's window and files (applied between turns) -----------------------------------------
 
 
@@ -145,11 +164,15 @@ class WindowVerb(PanelVerb):
 
 class Evict(WindowVerb):
     """Strip or drop rows: tool bodies, thinking, write pairs, every user or assistant row,
-    or the `count` oldest / newest rows. Pinned rows are never touched."""
+    the `count` oldest / newest rows, or the rows `row_ids` names (what="rows"). Pinned rows
+    are never touched."""
 
     name = "evict"
     what: EvictWhat
     count: int | None = Field(default=None, ge=1)
+    row_ids: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, min_length=1, max_length=10_000
+    )
 
 
 class Pin(WindowVerb):

@@ -1,14 +1,18 @@
 """`DashboardApp`: the grid of panel panes over one host.sqlite, and `make_app` to build it.
 
 The app wires collaborators and delegates: a worker follows the file (tail.py) and hands
-each pane its status row and events; a pane's `InputGiven` becomes an `Input` verb queued
-through commands.py. Open approvals (approvals.py) mark their panes and, one at a time, open
-the answer modal (modals.py); F2..F5 give the focused pane's panel a verb. Read-only viewers
-show the approvals waiting and send nothing. Quitting closes the viewer only; the host goes on.
+each pane its status row and events (a long catch-up in slices, so keys and paints go on);
+the header and the bus pane (buspane.py) get theirs too. Open approvals (approvals.py) mark
+their panes and, one at a time, open the answer modal (modals.py); F2..F10 act on the focused
+pane. What the operator types, picks in the palette or opens as a screen is operator.py's.
+Read-only viewers show everything and send nothing. Quitting closes the viewer only; a host
+run by another process goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
@@ -16,7 +20,7 @@ from pathlib import Path
 from typing import ClassVar, cast
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.widgets import Footer, Static
@@ -24,21 +28,35 @@ from textual.worker import Worker, WorkerError
 
 from panels.host.procfs import pid_alive
 from panels.hostdb import HostEvent, PanelRow
-from panels.hostdb.verbs import Answer, AnswerRequest, Halt, Input, Pause, Resume, Stop, Verb
+from panels.hostdb.verbs import (
+    Answer,
+    AnswerRequest,
+    Halt,
+    Pause,
+    Resume,
+    Stop,
+)
 from panels.ui.approvals import ApprovalQueue, Question
+from panels.ui.buspane import BusPane
 from panels.ui.commands import Sender, open_sender
-from panels.ui.lines import MAX_PANELS, grid_columns, header_line, host_running
-from panels.ui.modals import ApprovalScreen, HaltScreen
+from panels.ui.lines import MAX_PANELS, BusActivity, grid_columns, header_line, host_running
+from panels.ui.modals import (
+    ApprovalScreen,
+    HaltScreen,
+)
+from panels.ui.operator import OperatorApp
 from panels.ui.pane import PanelPane
 from panels.ui.tail import Changes, Tail, open_tail
 
+CHUNK = 200  # events a pane takes before the app lets other work run (a long catch-up)
 
-class DashboardApp(App[None]):
+
+class DashboardApp(OperatorApp):
     """Every panel of one host, side by side. `read_only` shows and never sends."""
 
-    CSS_PATH = "dashboard.tcss"
+    CSS_PATH = Path(__file__).with_name("dashboard.tcss")  # absolute: subclasses find it too
     TITLE = "mnemara"
-    ENABLE_COMMAND_PALETTE = False  # ctrl+p moves between panes
+    COMMAND_PALETTE_BINDING = "f1"  # ctrl+p moves between panes
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "cycle(1)", "Next pane"),
         Binding("ctrl+p", "cycle(-1)", "Previous pane"),
@@ -49,6 +67,12 @@ class DashboardApp(App[None]):
         Binding("f3", "verb('resume')", "Resume"),
         Binding("f4", "verb('stop')", "Stop turn"),
         Binding("f5", "halt", "Halt"),
+        # The composer (a TextArea) takes f6/f7 to select a line / everything: f6 is the
+        # app's before the composer's (priority), and f7 is left alone.
+        Binding("f6", "bus", "Bus", priority=True),
+        Binding("f8", "context", "Context"),
+        Binding("f9", "role_doc", "Role doc"),
+        Binding("f10", "halt_record", "Why halted"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -58,6 +82,7 @@ class DashboardApp(App[None]):
         self.read_only = read_only
         self.panes: dict[str, PanelPane] = {}
         self.meta: dict[str, str] = {}
+        self.bus_activity = BusActivity()
         self.running = False
         self.sent: list[int] = []  # ids of the commands this viewer queued
         self.zoomed: str | None = None
@@ -71,6 +96,7 @@ class DashboardApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text("connecting…"), id="header")
         yield Grid(id="grid")
+        yield BusPane(read_only=self.read_only, id="bus")
         yield Static(Text(""), id="notice")
         yield Footer()
 
@@ -82,7 +108,7 @@ class DashboardApp(App[None]):
         if not self.read_only:  # a read-only viewer never opens the file for writing
             self._sender = await self._resources.enter_async_context(open_sender(self.hostdb_path))
         self._tail_worker = self.run_worker(
-            self._follow(tail), name="tail", exclusive=True, exit_on_error=True
+            self._follow(tail), name="tail", group="tail", exclusive=True, exit_on_error=True
         )
 
     async def on_unmount(self) -> None:
@@ -96,8 +122,15 @@ class DashboardApp(App[None]):
         await self._resources.aclose()
 
     async def _follow(self, tail: Tail) -> None:
+        frozen = False
         async for changes in tail.follow():
             await self.apply(changes)
+            if not frozen and self.panes:
+                # What exists once the panes are up (Textual, the styles, the widgets) lives
+                # as long as the app: kept out of the collector's full passes, which otherwise
+                # walk it all and stall the screen for tens of milliseconds while panels stream.
+                gc.freeze()
+                frozen = True
 
     async def apply(self, changes: Changes) -> None:
         """Show what a poll of the file found."""
@@ -105,6 +138,8 @@ class DashboardApp(App[None]):
             self.meta = changes.meta
             pid = self.meta.get("pid", "")
             self.running = pid.isdigit() and pid_alive(int(pid))
+            bus = self.meta.get("bus")
+            self.main.query_one(BusPane).bus_path = Path(bus) if bus else None
         if changes.panels is not None:
             await self._show_panels(changes.panels)
         self.running = host_running([logged.event for logged in changes.events], self.running)
@@ -114,14 +149,20 @@ class DashboardApp(App[None]):
                 by_panel[logged.event.panel].append(logged.event)
         for name, events in by_panel.items():
             pane = self.panes.get(name)
-            if pane is not None:
-                pane.show_events(events)
+            if pane is None:
+                continue
+            for start in range(0, len(events), CHUNK):
+                pane.show_events(events[start : start + CHUNK])
+                if len(events) > CHUNK:  # a long catch-up: let keys and paints in between
+                    await asyncio.sleep(0)
         self.approvals.take(logged.event for logged in changes.events)
+        self.bus_activity = self.bus_activity.plus(logged.event for logged in changes.events)
+        self.main.query_one(BusPane).show_events([logged.event for logged in changes.events])
         self._show_approvals()
         self._show_header()
 
     async def _show_panels(self, rows: list[PanelRow]) -> None:
-        grid = self.query_one("#grid", Grid)
+        grid = self.main.query_one("#grid", Grid)
         for row in rows:
             pane = self.panes.get(row.name)
             if pane is None:
@@ -137,7 +178,7 @@ class DashboardApp(App[None]):
         self._layout()
 
     def _layout(self) -> None:
-        grid = self.query_one("#grid", Grid)
+        grid = self.main.query_one("#grid", Grid)
         zoomed = self.zoomed is not None
         grid.styles.grid_size_columns = 1 if zoomed else grid_columns(len(self.panes))
         grid.set_class(zoomed, "zoomed")
@@ -175,20 +216,11 @@ class DashboardApp(App[None]):
         return answered
 
     def _show_header(self) -> None:
+        rows = [p.status for p in self.panes.values() if p.status is not None]
         text = header_line(self.meta, running=self.running, panels=len(self.panes),
-                           waiting=len(self.approvals.waiting()))  # fmt: skip
-        self.query_one("#header", Static).update(Text(text))
-
-    def _notice(self, text: str) -> None:
-        self.query_one("#notice", Static).update(Text(text))
-
-    def focused_pane(self) -> PanelPane | None:
-        node = self.focused
-        while node is not None:
-            if isinstance(node, PanelPane):
-                return node
-            node = node.parent  # type: ignore[assignment]
-        return None
+                           waiting=len(self.approvals.waiting()), rows=rows,
+                           bus=self.bus_activity)  # fmt: skip
+        self.main.query_one("#header", Static).update(Text(text))
 
     def action_cycle(self, step: int) -> None:
         panes = [p for p in self.panes.values() if self.zoomed is None]
@@ -230,15 +262,25 @@ class DashboardApp(App[None]):
 
         self.push_screen(HaltScreen(panel), halt)
 
-    async def on_panel_pane_input_given(self, message: PanelPane.InputGiven) -> None:
-        await self._send(Input(panel=message.panel, text=message.text))
+    def action_context(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self.open_context(pane.panel)
 
-    async def _send(self, verb: Verb) -> None:
-        if self._sender is None:  # read-only: nothing offers to send; refuse all the same
-            return
-        ident = await self._sender.send(verb)
-        self.sent.append(ident)
-        self._notice(f"{verb.name} to {verb.panel} queued as command {ident}")
+    def action_role_doc(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self.open_role_doc(pane.panel)
+
+    def action_bus(self) -> None:
+        """Show or hide the bus pane (it reads the bus only while shown)."""
+        bus = self.main.query_one(BusPane)
+        bus.active = not bus.active
+        if bus.active:
+            bus.focus_dead()
+
+    async def on_bus_pane_retry_asked(self, message: BusPane.RetryAsked) -> None:
+        await self._send(message.verb)
 
 
 def make_app(hostdb_path: Path, *, read_only: bool = False) -> DashboardApp:

@@ -1,4 +1,5 @@
-"""What the dashboard shows, as plain strings: transcript lines, status lines, the layout. Pure.
+"""What the dashboard shows, as plain strings: status lines, the header, the layout. Pure.
+(A transcript's lines are entries.py's.)
 
 Text from models, peers and tools is untrusted: every piece goes through `clean` (control
 characters stripped, one line, cut to a width) before it is shown, and the widgets render
@@ -9,96 +10,97 @@ terminal.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from panels.host.account import clean
 from panels.hostdb import PanelRow
 from panels.hostdb import catalogue as ev
 
 MAX_PANELS = 16
-TEXT_LINES = 200  # lines of one reply shown; the rest is summarised
-TEXT_WIDTH = 400
 
 
-def _tool(name: str) -> str:
-    return clean(name.removeprefix("mcp__mnemara__"), 60)
+def tokens(count: int) -> str:
+    """A token count in a few characters: 950, 1k, 12.3k, 200k, 1.5M."""
+    if count < 1_000:
+        return str(count)
+    unit, size = ("M", 1_000_000) if count >= 1_000_000 else ("k", 1_000)
+    value = count / size
+    return (f"{value:.1f}" if value < 100 else f"{value:.0f}").removesuffix(".0") + unit
 
 
-def transcript_lines(event: ev.HostEvent) -> list[str]:
-    """The lines a panel's transcript shows for one of its events (none for the kinds the
-    status line covers, such as state changes)."""
-    match event:
-        case ev.Said():
-            return _text_lines(event.text)
-        case ev.VerbApplied(verb="input" | "nudge", ok=True):
-            return [f"{clean(event.by, 40)} > {clean(event.text, TEXT_WIDTH)}"]
-        case ev.VerbApplied():
-            refused = "" if event.ok else "REFUSED: "
-            args = f" ({clean(event.summary, 80)})" if event.summary else ""
-            return [f"· {clean(event.by, 40)} {clean(event.verb, 20)}{args}: {refused}"
-                    + clean(event.outcome)]  # fmt: skip
-        case ev.ToolCalled():
-            return [f"→ {_tool(event.tool)} {clean(event.input, 120)}"]
-        case ev.ToolAnswered():
-            flag = "✗ error" if event.error else "← result"
-            return [f"  {flag}: {clean(event.content, 120)}"]
-        case ev.Delivered():
-            senders = ", ".join(clean(s, 40) for s in event.senders) or "nobody"
-            return [f"· turn {event.turn} takes {len(event.ids)} message(s) from {senders}"]
-        case ev.TurnEnded():
-            error = f": {clean(event.error)}" if event.error else ""
-            return [f"· turn {event.turn} {clean(event.outcome, 20)}{error} "
-                    f"({event.tool_calls} tool call(s), {event.input_tokens} in / "
-                    f"{event.output_tokens} out, ${event.usd:.4f})"]  # fmt: skip
-        case ev.Halted():
-            return [f"! HALTED by {clean(event.by, 40)}: {clean(event.rule, 60)}: "
-                    + clean(event.message)]  # fmt: skip
-        case ev.Resumed():
-            return [f"· resumed by {clean(event.by, 40)}"]
-        case ev.MessageSent():
-            return [f"→ message to {clean(event.to, 40)}: {clean(event.text)}"]
-        case ev.ApprovalAsked():
-            return [f"? asks (request {event.request}): {_tool(event.tool)} {clean(event.target)}"]
-        case ev.ApprovalAnswered():
-            return [f"· approval {event.request}: {clean(event.answer, 40)}"]
-        case ev.PanelStarted():
-            return [f"· started (epoch {event.epoch}, model {clean(event.model, 60)})"]
-        case ev.PanelFailed():
-            return [f"! failed: {clean(event.error)}"]
-        case ev.PanelGivenUp():
-            return [f"! given up: {clean(event.reason)}"]
-        case ev.Warned():
-            return [f"! warning: {clean(event.message)}"]
-        case ev.DeadLettered():
-            return [f"! dead letter: message {event.id}: {clean(event.reason)}"]
-        case ev.UnknownEvent():
-            return [f"? {clean(event.stored_kind, 40)} (not readable here: {clean(event.why)})"]
-    return []
-
-
-def _text_lines(text: str) -> list[str]:
-    lines = text.splitlines() or [""]
-    shown = [clean(line, TEXT_WIDTH) for line in lines[:TEXT_LINES]]
-    if len(lines) > TEXT_LINES:
-        shown.append(f"… ({len(lines) - TEXT_LINES} more lines)")
-    return shown
+def _against(value: str, limit: str | None) -> str:
+    """`value/limit`, or `value` alone when there is no limit."""
+    return f"{value}/{limit}" if limit else value
 
 
 def status_line(row: PanelRow | None) -> str:
-    """One panel's status row in one line."""
+    """One panel's status row in one line: state, turns, window against its cap, spend against
+    its budget, inbox, epoch, model (and dead letters, when there are any)."""
     if row is None:
         return "no status yet"
     detail = f" ({clean(row.detail, 40)})" if row.detail else ""
+    window = _against(tokens(row.window_tokens), tokens(row.token_cap) if row.token_cap else None)
+    spend = _against(f"${row.usd:.2f}", f"${row.budget_usd:.2f}" if row.budget_usd else None)
+    inbox = f"inbox {row.waiting}" if row.inbox else f"inbox off ({row.waiting} held)"
+    dead = f" · {row.dead_letters} dead" if row.dead_letters else ""
     return (
-        f"{clean(row.state, 20)}{detail} · turns {row.turns} · "
-        f"{row.input_tokens} in / {row.output_tokens} out · ${row.usd:.4f} · "
-        f"inbox {'on' if row.inbox else 'off'} · epoch {row.epoch} · {clean(row.model, 40) or '-'}"
+        f"{clean(row.state, 20)}{detail} · turns {row.turns} · window {window} tok · {spend} · "
+        f"{inbox}{dead} · epoch {row.epoch} · {clean(row.model, 40) or '-'}"
     )
 
 
-def header_line(meta: dict[str, str], *, running: bool, panels: int, waiting: int = 0) -> str:
+@dataclass(frozen=True)
+class BusActivity:
+    """What the event log shows of the bus since the viewer attached (its backlog included):
+    messages sent and delivered, dead letters said."""
+
+    sent: int = 0
+    delivered: int = 0
+    dead: int = 0
+
+    def plus(self, events: Iterable[ev.HostEvent]) -> BusActivity:
+        sent, delivered, dead = self.sent, self.delivered, self.dead
+        for event in events:
+            if isinstance(event, ev.MessageSent):
+                sent += 1
+            elif isinstance(event, ev.Delivered):
+                delivered += len(event.ids)
+            elif isinstance(event, ev.DeadLettered):
+                dead += 1
+        return BusActivity(sent, delivered, dead)
+
+
+def _meta_number(meta: dict[str, str], key: str) -> float:
+    try:
+        return float(meta.get(key, "0"))
+    except ValueError:
+        return 0.0
+
+
+def header_line(
+    meta: dict[str, str],
+    *,
+    running: bool,
+    panels: int,
+    waiting: int = 0,
+    rows: Sequence[PanelRow] = (),
+    bus: BusActivity | None = None,
+) -> str:
+    """The team bar: team, host state, team spend against the team budget, bus activity (dead
+    letters: those on the bus now, from the status rows), approvals waiting."""
     team = clean(meta.get("team", "?"), 64)
     line = f"team {team} · host {'running' if running else 'stopped'} · {panels} panel(s)"
+    usd = sum(r.usd for r in rows)
+    budget = _meta_number(meta, "budget_usd")
+    line += f" · spent {_against(f'${usd:.2f}', f'${budget:.2f}' if budget > 0 else None)}"
+    token_budget = int(_meta_number(meta, "budget_tokens"))
+    if token_budget > 0:
+        used = sum(r.input_tokens + r.output_tokens for r in rows)
+        line += f" · {tokens(used)}/{tokens(token_budget)} tok"
+    if bus is not None:
+        dead = sum(r.dead_letters for r in rows)
+        line += f" · bus {bus.sent} sent, {bus.delivered} delivered, {dead} dead"
     return line + (f" · {waiting} approval(s) waiting" if waiting else "")
 
 

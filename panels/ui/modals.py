@@ -1,4 +1,5 @@
-"""The dashboard's modal screens: answering an approval, and giving a halt its reason.
+"""The dashboard's modal screens: answering an approval, asking one line (a halt's reason,
+a model, a token cap), a halt's record with resume, and a page of text.
 
 Each modal returns its result through `dismiss` (attributes down, results up): the app sends
 the verb. Untrusted text (the command a tool would run, the policy's reason) arrives cleaned
@@ -7,16 +8,18 @@ by approvals.py and is shown as plain `Text`, never markup.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from panels.host.account import clean
+from panels.hostdb.catalogue import Halted
 from panels.ui.approvals import Question
 
 
@@ -67,26 +70,118 @@ class ApprovalScreen(ModalScreen[str | None]):
         self.action_answer(str(event.button.id).removeprefix("answer-"))
 
 
-class HaltScreen(ModalScreen[str | None]):
-    """A one-line reason for halting `panel`: Enter confirms (with it), Esc cancels (None)."""
+class AskScreen(ModalScreen[str | None]):
+    """One line asked of the operator: Enter gives it (when `check` finds nothing wrong with
+    it; otherwise the problem shows and the screen stays), Esc cancels (None)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, panel: str) -> None:
-        super().__init__(classes="halt")
-        self.panel = panel
+    def __init__(self, title: str, *, placeholder: str = "", value: str = "",
+                 check: Callable[[str], str | None] | None = None) -> None:  # fmt: skip
+        super().__init__(classes="ask")
+        self.title_text = title
+        self.placeholder = placeholder
+        self.value = value
+        self.check = check
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="halt-box"):
-            yield Static(Text(f"halt {clean(self.panel, 40)}: why? (Enter halts, Esc cancels)"))
-            yield Input(placeholder="reason", max_length=4_000, id="halt-reason")
+        with Vertical(classes="ask-box"):
+            yield Static(Text(f"{self.title_text} (Enter gives it, Esc cancels)"))
+            yield Input(value=self.value, placeholder=self.placeholder, max_length=4_000)
+            yield Static(Text(""), classes="ask-problem")
 
     def on_mount(self) -> None:
-        self.query_one("#halt-reason", Input).focus()
+        self.query_one(Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        problem = self.check(event.value) if self.check is not None else None
+        if problem:
+            self.query_one(".ask-problem", Static).update(Text(problem))
+            return
         self.dismiss(event.value)
 
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HaltScreen(AskScreen):
+    """A one-line reason for halting `panel`."""
+
+    def __init__(self, panel: str) -> None:
+        super().__init__(f"halt {clean(panel, 40)}: why?", placeholder="reason")
+        self.panel = panel
+
+
+class HaltRecordScreen(ModalScreen[bool]):
+    """Why a panel is halted: who halted it, the rule, the evidence, the turn, and what the
+    panel did just before. `r` (or the button) resumes: dismissed with True; Esc closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "resume", "Resume"),
+        Binding("escape", "close", "Close"),
+    ]
+
+    def __init__(self, panel: str, halt: Halted, before: list[str], *, read_only: bool) -> None:
+        super().__init__(classes="halt-record")
+        self.panel = panel
+        self.halt = halt
+        self.before = before
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        h = self.halt
+        with Vertical(classes="record-box"):
+            turn = f" in turn {h.turn}" if h.turn else ""  # a halt between turns has none
+            yield Static(Text(f"{clean(self.panel, 40)} is halted{turn}"), classes="record-title")
+            yield Static(Text(f"by: {clean(h.by, 60)} ({clean(h.source, 40)})"))
+            yield Static(Text(f"rule: {clean(h.rule, 200)}"))
+            yield Static(Text(f"evidence: {clean(h.message, 2_000)}"), classes="record-evidence")
+            yield Static(Text("just before:"), classes="record-label")
+            yield Static(Text("\n".join(clean(line, 300) for line in self.before) or "-"),
+                         classes="record-before")  # fmt: skip
+            with Horizontal(classes="record-buttons"):
+                if not self.read_only:
+                    yield Button("resume (r)", id="record-resume", variant="warning")
+                yield Button("close (Esc)", id="record-close")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action != "resume" or not self.read_only
+
+    def action_resume(self) -> None:
+        if not self.read_only:
+            self.dismiss(True)
+
+    def action_close(self) -> None:
+        self.dismiss(False)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "record-resume":
+            self.action_resume()
+        else:
+            self.action_close()
+
+
+class TextScreen(ModalScreen[None]):
+    """A page of text to read (help, a file's skeleton); Esc or q closes it. The text is
+    shown as plain `Text`, never markup."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+    ]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__(classes="text-page")
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="page-box"):
+            yield Static(Text(f"{self.title_text}  (Esc closes)"), classes="page-title")
+            with VerticalScroll(classes="page-body"):
+                yield Static(Text(self.text))
+
+    def action_close(self) -> None:
         self.dismiss(None)

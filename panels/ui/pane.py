@@ -2,8 +2,9 @@
 
 Attributes down: the app gives the pane its status row (`status`) and its events
 (`show_events`). Messages up: the operator's text leaves as `PanelPane.InputGiven`; the app
-turns it into a verb. Everything untrusted is rendered as plain `Text` (never markup), after
-`lines.transcript_lines` cleaned it.
+turns it into a verb (or, for a slash command, into what panels/ui/slash.py says). The
+transcript shows the entries of panels/ui/entries.py, which escaped every untrusted piece;
+nothing is ever rendered as markup.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 from panels.host.account import clean
 from panels.hostdb import HostEvent, PanelRow
+from panels.hostdb.catalogue import Halted, Resumed
 from panels.ui.composer import Composer
-from panels.ui.lines import status_line, transcript_lines, waiting_line
+from panels.ui.entries import Entry, entries
+from panels.ui.lines import status_line, waiting_line
+from panels.ui.transcript import Transcript
 
-MAX_LINES = 2_000  # transcript lines a pane keeps
+HALT_CONTEXT = 8  # transcript lines kept from just before a halt, for its record
 
 
 class PanelPane(Vertical):
@@ -44,20 +48,19 @@ class PanelPane(Vertical):
         self.panel = panel
         self.read_only = read_only
         self.can_focus = read_only  # otherwise focus goes to the composer
+        self.halt: Halted | None = None  # the latest halt seen, until a resume
+        self.halt_before: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Static(Text(clean(self.panel, 40)), classes="pane-title")
         yield Static(Text(status_line(None)), classes="pane-status")
-        log = RichLog(classes="pane-transcript", markup=False, highlight=False, wrap=True,
-                      max_lines=MAX_LINES, min_width=20)  # fmt: skip
-        log.can_focus = False  # focus moves between composers (or panes, read-only)
-        yield log
+        yield Transcript(classes="pane-transcript")
         if not self.read_only:
             yield Composer(id=f"composer-{_ident(self.panel)}")
 
     @property
-    def transcript(self) -> RichLog:
-        return self.query_one(".pane-transcript", RichLog)
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
 
     @property
     def composer(self) -> Composer | None:
@@ -88,11 +91,19 @@ class PanelPane(Vertical):
         self.watch_status(self.status)
 
     def show_events(self, events: Iterable[HostEvent]) -> None:
-        """Append the lines of this panel's events to the transcript."""
-        log = self.transcript
+        """Add this panel's events to the transcript; keep its latest halt and what came
+        just before it (the halt record screen shows them)."""
+        batch: list[Entry] = []
         for event in events:
-            for line in transcript_lines(event):
-                log.write(Text(line))
+            if isinstance(event, Halted):
+                self.transcript.add(batch)
+                batch = []
+                self.halt = event
+                self.halt_before = self.transcript.last_lines(HALT_CONTEXT)
+            elif isinstance(event, Resumed):
+                self.halt = None
+            batch.extend(entries(event))
+        self.transcript.add(batch)
 
     def on_composer_submitted(self, message: Composer.Submitted) -> None:
         message.stop()

@@ -18,17 +18,20 @@ import aiosqlite
 import anyio
 
 from panels.hostdb import (
-    PANEL_COLUMNS,
+    PANEL_TABLE_INFO,
     HostDbError,
     Logged,
     PanelRow,
     logged_from_row,
     panel_from_row,
+    panel_select,
 )
 
 BACKLOG = 500  # events shown from before the viewer started
 BATCH = 1_000  # events read per query while catching up
-INTERVAL = 0.05
+INTERVAL = 0.025  # while the host writes: most of the commit-to-screen time is this wait
+IDLE_INTERVAL = 0.1  # a quiet host: half the polls (the dashboard's idle cost is mostly these)
+QUIET = 2.0
 
 _EVENT_COLUMNS = "id, ts, panel, kind, data"
 
@@ -74,13 +77,19 @@ class Tail:
         self._panels, self._meta = panels, meta
         return Changes(events, changed_panels, changed_meta)
 
-    async def follow(self, interval: float = INTERVAL) -> AsyncIterator[Changes]:
-        """Every non-empty poll's changes, until cancelled."""
+    async def follow(
+        self, interval: float = INTERVAL, idle_interval: float = IDLE_INTERVAL
+    ) -> AsyncIterator[Changes]:
+        """Every non-empty poll's changes, until cancelled. Polls every `interval` while the
+        host writes, and every `idle_interval` once it has been quiet for `QUIET` seconds."""
+        quiet_since = anyio.current_time()
         while True:
             changes = await self.poll()
+            now = anyio.current_time()
             if changes:
+                quiet_since = now
                 yield changes
-            await anyio.sleep(interval)
+            await anyio.sleep(interval if now - quiet_since < QUIET else idle_interval)
 
     async def _data_version(self) -> int:
         rows = list(await self._conn.execute_fetchall("PRAGMA data_version"))
@@ -106,8 +115,11 @@ class Tail:
                 return out
 
     async def _read_panels(self) -> list[PanelRow]:
-        sql = f"SELECT {PANEL_COLUMNS} FROM panels ORDER BY name"
-        return [panel_from_row(r) for r in await self._conn.execute_fetchall(sql)]
+        # A file an older host wrote lacks the newer columns (read-only: never migrated here).
+        info = await self._conn.execute_fetchall(PANEL_TABLE_INFO)
+        names = panel_select(str(r[1]) for r in info)
+        sql = f"SELECT {', '.join(names)} FROM panels ORDER BY name"
+        return [panel_from_row(r, names) for r in await self._conn.execute_fetchall(sql)]
 
     async def _read_meta(self) -> dict[str, str]:
         rows = await self._conn.execute_fetchall("SELECT key, value FROM meta")

@@ -127,6 +127,16 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "../x"], USAGE),
         (["-t", "crew"], USAGE),  # a real team, but no terminal to draw on
     ],
+    "dash": [
+        ([], USAGE),
+        (["-t", "ghost", "--web"], HOST),
+        (["-t", "../x", "--web"], USAGE),
+        (["-t", "crew"], USAGE),  # without --web: the terminal dashboard, and no terminal
+        (["-t", "crew", "--port", "9999"], USAGE),  # a browser option without --web
+        (["-t", "crew", "--web", "--host", "0.0.0.0"], USAGE),  # another address, no token
+        (["-t", "crew", "--web", "--token", "short"], USAGE),
+        (["-t", "crew", "--web", "--port", "0"], USAGE),
+    ],
     "logs": [
         ([], USAGE),
         (["-t", "ghost"], HOST),
@@ -243,6 +253,7 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "ps": ["-t", "crew"],
     "logs": ["-t", "crew"],
     "attach": ["-t", "crew"],
+    "dash": ["-t", "crew"],
     "send": ["-t", "crew", "-p", "eng", "hi"],
     "approve": ["-t", "crew"],
     "deny": ["-t", "crew"],

@@ -42,6 +42,14 @@ async def test_the_demo_team_runs_to_the_end(tmp_path: Path) -> None:
     assert "watchdog halt engineer" in story
     assert (tmp_path / EXAMPLE.name / "work" / "wordcount.py").is_file()
     assert "understood: the engineer was halted" in story.lower()
+    # The engineer's `wc` is outside its allowed patterns: the host asked, and the demo,
+    # alone, answered yes through the control table (the operator's way), so the story went
+    # on at once instead of waiting out the approval timeout.
+    assert result.asked == (1,) and result.answers == ("yes",), story
+    assert "engineer ASKS (request 1): Bash wc -w wordcount.py" in story
+    assert "demo answers approval 1 (Bash wc -w wordcount.py): yes" in story
+    assert "operator answer engineer (request=1 answer='yes')" in story  # a command's outcome
+    assert "engineer   result: 4 wordcount.py" in story  # the approved call ran
 
 
 def cli_children() -> list[int]:

@@ -14,8 +14,17 @@ import pytest
 import trio
 from textual.pilot import Pilot
 
-from panels.host import Host
-from panels.hostdb import HostEvent, PanelRow, append_events, connect, set_meta, upsert_panels
+from panels.host import Host, RestartPolicy
+from panels.hostdb import (
+    HostEvent,
+    PanelRow,
+    append_events,
+    connect,
+    set_meta,
+    submit_command,
+    upsert_panels,
+)
+from panels.hostdb.verbs import Input
 from panels.team import TeamSpec
 from panels.ui.app import DashboardApp
 from panels.ui.pane import PanelPane
@@ -35,8 +44,11 @@ class LiveHost:
     """A `Host` with scripted drivers, run by `trio.run` in a thread, so the test's own event
     loop (asyncio, Textual's) only sees the host through its host.sqlite, as a viewer would."""
 
-    def __init__(self, team: TeamSpec, scripts: dict[str, Sequence[Any]]) -> None:
+    def __init__(
+        self, team: TeamSpec, scripts: dict[str, Sequence[Any]], *, policy: RestartPolicy = FAST
+    ) -> None:
         self.team = team
+        self.policy = policy
         self.drivers = {name: ScriptedDriver(script) for name, script in scripts.items()}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="live-host", daemon=True)
@@ -74,7 +86,7 @@ class LiveHost:
             self.team,
             drivers=lambda spec: self.drivers[spec.name],
             home=self.team.state_dir.parents[1],
-            policy=FAST,
+            policy=self.policy,
             log_interval=0.01,
         )
         self._host = host
@@ -118,10 +130,28 @@ def write_host_db(
         conn.close()
 
 
+def say(path: Path, panel: str, text: str) -> None:
+    """Operator input for `panel`, queued through the control table as `mnemara send` does."""
+    conn = connect(path, create=False)
+    try:
+        submit_command(conn, Input(panel=panel, text=text))
+    finally:
+        conn.close()
+
+
+def commands(path: Path) -> list[tuple[Any, ...]]:
+    """(verb, args, state) of every command in the control table, oldest first."""
+    conn = connect(path, create=False)
+    try:
+        return conn.execute("SELECT verb, args, state FROM commands ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
 def transcript(app: DashboardApp, panel: str) -> str:
-    """What a pane's transcript shows, as rendered lines."""
+    """What a pane's transcript holds, line by line."""
     pane = app.panes[panel]
-    return "\n".join(strip.text for strip in pane.transcript.lines)
+    return pane.transcript.text
 
 
 async def until(pilot: Pilot[Any], check: Callable[[], bool], *, within: float = 10.0) -> None:

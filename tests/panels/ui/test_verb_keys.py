@@ -16,7 +16,8 @@ SIZE = (200, 50)
 
 
 def state(app: Any, panel: str) -> str | None:
-    row = app.panes[panel].status
+    pane = app.panes.get(panel)
+    row = None if pane is None else pane.status
     return None if row is None else row.state
 
 

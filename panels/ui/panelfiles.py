@@ -1,0 +1,54 @@
+"""Where a panel's files are, as the viewer finds them: its turn store, config and role doc.
+
+The host records each panel's instance directory (`instance:<panel>`) and the team's role doc
+for it (`role:<panel>`, empty for the instance's own) in host.sqlite's meta when it starts, so
+a viewer needs neither the team file nor the host's MNEMARA_HOME. The instance's layout is
+runtime/home.py's; an empty team role doc falls back to the instance's config.json, as the
+host's own `prepare_panel` does. Blocking (config.json is read): call it from a thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from panels.errors import HostDbError
+from runtime.config import InstanceConfig, load_config
+from runtime.errors import ConfigError
+from runtime.home import InstancePaths
+
+
+@dataclass(frozen=True)
+class PanelFiles:
+    """One panel's files. `role` is None when the panel has no role doc file."""
+
+    panel: str
+    paths: InstancePaths
+    role: Path | None
+    config: InstanceConfig
+
+    @property
+    def store(self) -> Path:
+        return self.paths.turns
+
+
+def find_panel_files(meta: dict[str, str], panel: str, *, hostdb: Path) -> PanelFiles:
+    """The files of `panel` as the host recorded them; `HostDbError` when it did not record
+    them (a host from before this version), naming what to do."""
+    root = meta.get(f"instance:{panel}")
+    if not root:
+        raise HostDbError(
+            f"the host did not record where panel {panel!r} keeps its files; "
+            "restart the team's host with this version of mnemara",
+            path=hostdb,
+        )
+    paths = InstancePaths(name=Path(root).name, root=Path(root))
+    try:
+        config = load_config(paths.config)
+    except ConfigError:
+        config = InstanceConfig()  # the limits shown are then the defaults; the store still reads
+        own_role = ""
+    else:
+        own_role = config.role_doc_path
+    role = meta.get(f"role:{panel}") or own_role
+    return PanelFiles(panel, paths, Path(role) if role else None, config)

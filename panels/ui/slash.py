@@ -1,0 +1,143 @@
+"""The original's slash commands, typed in a pane's input: what each one does in the dashboard.
+
+A line that starts with `/` is a command, not a message for the panel. Most commands are the
+REPL's verbs (panels/repl/commands.py `verb_for` builds the same typed verb, so the host
+applies them in one place). The rest open a screen (`/role_doc`, `/context`, `/show`, `/evict`
+alone), answer in the notice line (`/models`, `/tokens` alone, `/role` alone), or are the
+viewer's own (`/help`, `/quit`, `/inbox` alone toggles). Nothing here writes a file: a
+viewer only reads, and its changes go through the verbs. `Shown` text is trusted (ours) or
+cleaned where it quotes a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from panels.hostdb import verbs
+from panels.repl.commands import verb_for
+from panels.repl.slash import MODELS, Command, SlashError, parse
+from runtime.home import InstancePaths
+
+Screen = Literal["context", "role_doc", "help", "skeleton", "model", "tokens"]
+
+# Usage, what it does: the dashboard's own list (the REPL's /show and /role differ a little).
+HELP: tuple[tuple[str, str], ...] = (
+    ("/role_doc", "edit the role doc; the panel reads it again on its next turn"),
+    ("/context, /show", "where the input tokens go; browse, pin, unpin, evict, edit slots"),
+    ("/role [PATH]", "open the role doc, or switch the panel to the role doc at PATH"),
+    ("/clear [--all]", "wipe the window; pinned rows and slots stay unless --all"),
+    ("/evict tools|thinking|writes", "strip tool bodies / thinking / write pairs from rows"),
+    ("/evict user|assistant", "drop every user (or assistant) row"),
+    ("/evict N | /evict last N", "drop the N oldest / N newest rows"),
+    ("/evict", "eviction figures (opens the context viewer)"),
+    ("/pin ROW | /unpin ROW", "protect a row from trimming, or no longer"),
+    ("/slot LABEL [TEXT]", "set a slot; no text removes it"),
+    ("/compress [N] | reads", "shrink the window to N tokens (default 25%) / stub re-reads"),
+    ("/skeleton PATH", "a Python file's signatures and docstrings"),
+    ("/models", "model shortcuts for /swap"),
+    ("/swap [MODEL|N]", "switch model from the next turn (saved); alone: choose one"),
+    ("/tokens [N]", "set the window's token cap (500k, 1m, 200000); alone: ask"),
+    ("/inbox [on|off]", "peer-message delivery: toggle, or switch on or off"),
+    ("/name [LABEL]", "a label shown for the panel's replies; no label clears it"),
+    ("/note TEXT", "append to today's memory file"),
+    ("/export [PATH] | /import PATH [--replace]", "write the window as JSONL / load one"),
+    ("/halt [REASON] | /resume | /stop", "halt the panel / let it go on / stop the turn"),
+    ("/help", "this list, and the keys"),
+    ("/quit, /exit", "close this viewer (the team goes on)"),
+)
+
+
+@dataclass(frozen=True)
+class Send:
+    verb: verbs.Verb
+
+
+@dataclass(frozen=True)
+class Open:
+    screen: Screen
+    arg: str = ""
+
+
+@dataclass(frozen=True)
+class Shown:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToggleInbox:
+    pass
+
+
+@dataclass(frozen=True)
+class Quit:
+    pass
+
+
+Action = Send | Open | Shown | ToggleInbox | Quit
+
+
+def is_command(text: str) -> bool:
+    return text.lstrip().startswith("/")
+
+
+def action_for(line: str, panel: str, paths: InstancePaths | None) -> Action:
+    """What `line` does for `panel`; `SlashError` (its message says the right form) when it
+    is not a command the dashboard knows. `paths` may be None when the host did not record
+    where the panel's files are: then only the commands that need no file work."""
+    command = parse(line)
+    name, args = command.name, command.args
+    simple = _simple(command)
+    if simple is not None:
+        return simple
+    if name == "name":
+        return Send(verbs.SetName(panel=panel, label=" ".join(args)))
+    if paths is None:
+        raise SlashError(f"/{name} needs the panel's files, which the host did not record; "
+                         "restart the team's host with this version of mnemara")  # fmt: skip
+    verb = verb_for(command, panel, paths)
+    if verb is None:
+        raise SlashError(f"unknown command /{name}; /help lists them")
+    return Send(verb)
+
+
+def _simple(command: Command) -> Action | None:
+    """The commands that need no verb: screens, answers, the viewer's own."""
+    name, args = command.name, command.args
+    if name in ("role_doc", "context", "show") or (name in ("evict", "role") and not args):
+        return Open("context" if name in ("context", "show", "evict") else "role_doc")
+    if name == "help":
+        return Open("help")
+    if name == "skeleton":
+        if len(args) != 1:
+            raise SlashError("usage: /skeleton PATH")
+        return Open("skeleton", args[0])
+    if name == "quit":
+        return Quit()
+    if name == "models":
+        return Shown("models: " + ", ".join(f"{i} {s} ({f})" for i, (s, f) in
+                                            enumerate(MODELS, 1)))  # fmt: skip
+    if name == "inbox" and not args:
+        return ToggleInbox()
+    if name == "tokens" and not args:
+        return Open("tokens")
+    if name == "swap" and not args:
+        return Open("model")
+    return None
+
+
+def help_text() -> str:
+    width = max(len(usage) for usage, _ in HELP)
+    return "\n".join(f"{usage.ljust(width)}  {what}" for usage, what in HELP)
+
+
+def skeleton_page(path: str) -> str:
+    """A Python file's signatures and docstrings (blocking: run it in a thread)."""
+    from runtime.tools.skeleton import skeleton_of
+
+    try:
+        source = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SlashError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return skeleton_of(source, path)

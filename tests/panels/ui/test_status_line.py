@@ -1,0 +1,82 @@
+"""The status line's and the team bar's figures, and a viewer on a file an older host wrote."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from panels.hostdb import PanelRow
+from panels.hostdb import catalogue as ev
+from panels.hostdb import schema as hostdb_schema
+from panels.ui.app import make_app
+from panels.ui.lines import BusActivity, header_line, status_line, tokens
+from panels.ui.tail import open_tail
+from tests.panels.ui.conftest import until
+
+pytestmark = pytest.mark.anyio
+
+
+def test_the_status_line_shows_window_spend_inbox_epoch_and_model() -> None:
+    row = PanelRow("a", "worker", "idle", turns=3, usd=0.41, epoch=2, model="m-1",
+                   window_tokens=12_345, token_cap=200_000, budget_usd=2.0, waiting=3)  # fmt: skip
+    line = status_line(row)
+    assert line == (
+        "idle · turns 3 · window 12.3k/200k tok · $0.41/$2.00 · inbox 3 · epoch 2 · m-1"
+    )
+    plain = status_line(PanelRow("a", "worker", "paused", inbox=False, waiting=2, dead_letters=1))
+    assert "window 0 tok · $0.00 · inbox off (2 held) · 1 dead" in plain
+    assert [tokens(n) for n in (950, 1_000, 99_999, 1_500_000)] == ["950", "1k", "100k", "1.5M"]
+
+
+def test_the_team_bar_sums_spend_against_the_budget_and_counts_the_bus() -> None:
+    rows = [PanelRow("a", "worker", "idle", usd=0.25, input_tokens=900, dead_letters=1),
+            PanelRow("b", "worker", "idle", usd=0.35, output_tokens=100)]  # fmt: skip
+    events = [
+        ev.MessageSent(panel="a", to="b", id=1, topic=None, terminal=False, text="x"),
+        ev.MessageSent(panel="b", to="a", id=2, topic=None, terminal=False, text="y"),
+        ev.Delivered(panel="b", turn=1, ids=(1, 7), senders=("a", "operator")),
+        ev.DeadLettered(panel="a", id=2, reason="broke"),
+        ev.Said(panel="a", text="not the bus"),
+    ]
+    bus = BusActivity().plus(events[:2]).plus(events[2:])
+    assert (bus.sent, bus.delivered, bus.dead) == (2, 2, 1)
+    meta = {"team": "crew", "budget_usd": "5.0", "budget_tokens": "1000000"}
+    line = header_line(meta, running=True, panels=2, rows=rows, bus=bus, waiting=1)
+    assert line == ("team crew · host running · 2 panel(s) · spent $0.60/$5.00 · 1k/1M tok · "
+                    "bus 2 sent, 2 delivered, 1 dead · 1 approval(s) waiting")  # fmt: skip
+    bare = header_line({"team": "crew"}, running=False, panels=0)
+    assert bare == "team crew · host stopped · 0 panel(s) · spent $0.00"
+
+
+def version_3_file(path: Path) -> None:
+    raw = sqlite3.connect(path)
+    for step in (1, 2, 3):
+        for statement in hostdb_schema.MIGRATION_STEPS[step]:
+            raw.execute(statement)
+    raw.execute("INSERT INTO meta (key, value) VALUES ('team', 'old'), ('pid', '0')")
+    raw.execute(
+        "INSERT INTO panels (name, kind, state, turns, updated_ts, dead_letters) "
+        "VALUES ('a', 'worker', 'idle', 4, 1, 2)"
+    )
+    raw.execute("PRAGMA user_version = 3")
+    raw.commit()
+    raw.close()
+
+
+async def test_a_viewer_reads_a_file_an_older_host_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "host.sqlite"
+    version_3_file(path)
+    async with open_tail(path) as tail:
+        changes = await tail.poll()
+    assert changes.panels is not None
+    (row,) = changes.panels
+    assert (row.name, row.turns, row.dead_letters, row.window_tokens) == ("a", 4, 2, 0)
+    app = make_app(path, read_only=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: "a" in app.panes and app.panes["a"].status is not None)
+        assert "turns 4" in status_line(app.panes["a"].status)
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 3  # read, never migrated
+    raw.close()
