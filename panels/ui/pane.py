@@ -75,6 +75,10 @@ class PanelPane(Vertical):
         else:
             self.focus()
 
+    def on_click(self) -> None:
+        """A click anywhere in the pane (its transcript too) focuses it, as ctrl+n would."""
+        self.focus_target()
+
     def watch_status(self, row: PanelRow | None) -> None:
         if self.is_mounted:
             line = status_line(row)

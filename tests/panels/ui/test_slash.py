@@ -192,3 +192,15 @@ async def test_a_read_only_halt_record_has_no_resume(live_host: Any) -> None:
         assert isinstance(app.screen, HaltRecordScreen)
         assert not app.screen.query("#record-resume")
     assert [v for _, v, _ in verbs(host.hostdb_path)] == ["halt"]
+
+
+async def test_a_click_focuses_the_pane_it_lands_in(live_host: Any) -> None:
+    host = live_host(a=[], b=[])
+    app = make_app(host.hostdb_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: state(app, "a") == "idle" and state(app, "b") == "idle")
+        app.panes["a"].focus_target()
+        await pilot.click(app.panes["b"].transcript)
+        await until(pilot, lambda: app.focused_pane() is app.panes["b"])
+        await pilot.press(*"hi", "ctrl+s")
+        await until(pilot, lambda: "operator > hi" in transcript(app, "b"))
