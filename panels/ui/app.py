@@ -23,6 +23,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerError
 
@@ -124,7 +125,14 @@ class DashboardApp(OperatorApp):
     async def _follow(self, tail: Tail) -> None:
         frozen = False
         async for changes in tail.follow():
-            await self.apply(changes)
+            if not self.is_running:
+                return  # shutting down: the screens are going, nothing left to show on
+            try:
+                await self.apply(changes)
+            except NoMatches:
+                if self.is_running:
+                    raise
+                return  # the app began to close while these changes were being shown
             if not frozen and self.panes:
                 # What exists once the panes are up (Textual, the styles, the widgets) lives
                 # as long as the app: kept out of the collector's full passes, which otherwise
