@@ -178,8 +178,8 @@ class DashboardApp(OperatorApp):
                     self._notice(f"more than {MAX_PANELS} panels: not all are shown")
                     continue
                 pane = PanelPane(row.name, read_only=self.read_only)
-                self.panes[row.name] = pane
                 await grid.mount(pane)
+                self.panes[row.name] = pane  # once mounted: what the app reaches in it is there
                 if len(self.panes) == 1:
                     pane.focus_target()
             pane.status = row
