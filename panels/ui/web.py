@@ -19,8 +19,10 @@ first (a pure function over what the request carries):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import ipaddress
+import logging
 import shlex
 import sys
 import weakref
@@ -33,7 +35,11 @@ from urllib.parse import urlsplit
 import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
 from aiohttp.typedefs import Handler, Middleware
+from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
+
+STOP_WAIT = 5.0  # seconds a tab's app process has to end once asked to quit
+log = logging.getLogger("mnemara.dash")
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,33 @@ class GuardedServer(Server):
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: the CLI says where to look once the port is bound."""
 
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """One browser tab: its own app process, driven over this websocket until either
+        side closes. textual-serve's own handler never reaps the process it started, so a
+        server stopped with a tab open left it to the garbage collector after the event loop
+        had closed, which printed a traceback; `ServedApp.stop` reaps it."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        await websocket.prepare(request)
+
+        async def close() -> None:
+            await websocket.close()
+
+        served = ServedApp(self.command, write_bytes=websocket.send_bytes,
+                           write_str=websocket.send_str, close=close,
+                           download_manager=self.download_manager, debug=self.debug)  # fmt: skip
+        try:
+            await served.start(width, height)
+            await self._process_messages(websocket, served)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception:  # a tab that broke: logged, the server goes on
+            log.exception("the browser tab's app failed")
+        finally:
+            await served.stop()
+        return websocket
+
     @aiohttp_jinja2.template("app_index.html")
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
         base = f"{request.scheme}://{request.host}"
@@ -152,6 +185,25 @@ class GuardedServer(Server):
             "config": {"static": {"url": f"{base}/static/"}},
             "application": {"name": self.title},
         }
+
+
+class ServedApp(AppService):
+    """textual-serve's app process for one tab, stopped for good: asked to quit, then its
+    stdin closed and the process waited for (bounded), killed if it will not go."""
+
+    async def stop(self) -> None:
+        await super().stop()
+        process = self._process
+        if process is None:
+            return
+        self._process = None
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_WAIT)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
 
 
 def app_command(hostdb_path: Path, *, read_only: bool) -> str:
