@@ -208,8 +208,10 @@ class Host:
             home=self._home,
             redeliver_failed_input=self.redeliver_failed_input,
         )
-        for spec in self.team.panels:
-            self.panels[spec.name] = PanelRunner(spec, self.services, team_spends=self._spends)
+        for position, spec in enumerate(self.team.panels):
+            runner = PanelRunner(spec, self.services, team_spends=self._spends)
+            runner.position = position
+            self.panels[spec.name] = runner
         log.track_status(lambda: [r.status_row() for r in self.panels.values()])
         self.dispatcher = Dispatcher(self.services, self.panels, self.tickets, self.request_stop)
         self.digests = DigestService(self.services, self.panels, settings=self.digest_settings)

@@ -72,6 +72,7 @@ class PanelRunner:
         # messages waiting on the bus (inboxes.py, at its own cadence).
         self.window_tokens = 0
         self.waiting = 0
+        self.position = 0  # its place in the team file (the host sets it)
         self.turn: TurnContext | None = None
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
         self.seen: OrderedDict[int, Message] = OrderedDict()
@@ -152,6 +153,8 @@ class PanelRunner:
             token_cap=session.config.max_window_tokens if session is not None else 0,
             budget_usd=self.guard.budget.limits.max_session_usd or 0.0,
             waiting=self.waiting,
+            position=self.position,
+            label=session.config.display_name if session is not None else "",
         )
 
     def _turn_sends(self) -> tuple[bool, int]:

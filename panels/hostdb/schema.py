@@ -11,8 +11,8 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
               outcome (text), done_ts, by (who gave it: operator, a watchdog panel...)
     panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
               updated_ts, dead_letters, and (v4) window_tokens, token_cap, budget_usd,
-              waiting: the latest status of each panel, rewritten in place (for `ps` and
-              the dashboard)
+              waiting, position (in the team file), label (display_name): the latest
+              status of each panel, rewritten in place (for `ps` and the dashboard)
     meta      key PK, value: the host's pid, team, bus, start time, the team's budget
 """
 
@@ -73,6 +73,8 @@ MIGRATION_STEPS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE panels ADD COLUMN token_cap INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE panels ADD COLUMN budget_usd REAL NOT NULL DEFAULT 0",
         "ALTER TABLE panels ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE panels ADD COLUMN position INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE panels ADD COLUMN label TEXT NOT NULL DEFAULT ''",
     ),
 }
 

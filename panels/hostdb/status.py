@@ -35,6 +35,8 @@ class PanelRow:
     token_cap: int = 0  # its max_window_tokens (0: not known yet, no session)
     budget_usd: float = 0.0  # its session dollar budget (0: none)
     waiting: int = 0  # messages waiting for it on the bus (both routes), not yet claimed
+    position: int = 0  # its place in the team file: viewers list panels in this order
+    label: str = ""  # the config's display_name (the original's /name), "" for none
 
 
 _NAMES = [f.name for f in fields(PanelRow)]
@@ -75,10 +77,15 @@ def panel_from_row(row: Sequence[Any], names: Sequence[str] = _NAMES) -> PanelRo
     return PanelRow(**values)
 
 
+def panel_query(names: Sequence[str]) -> str:
+    """The SELECT of these columns, in the team file's order when the file knows it (v4)."""
+    order = "position, name" if "position" in names else "name"
+    return f"SELECT {', '.join(names)} FROM panels ORDER BY {order}"
+
+
 def read_panels(conn: sqlite3.Connection) -> list[PanelRow]:
     names = panel_select(str(r[1]) for r in conn.execute(PANEL_TABLE_INFO))
-    rows = conn.execute(f"SELECT {', '.join(names)} FROM panels ORDER BY name")
-    return [panel_from_row(r, names) for r in rows]
+    return [panel_from_row(r, names) for r in conn.execute(panel_query(names))]
 
 
 def clear_panels(conn: sqlite3.Connection, keep: Sequence[str]) -> None:

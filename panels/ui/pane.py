@@ -85,6 +85,9 @@ class PanelPane(Vertical):
             if self.waiting:
                 line = f"{waiting_line(self.waiting)} · {line}"
             self.query_one(".pane-status", Static).update(Text(line))
+            label = "" if row is None or row.label in ("", self.panel) else row.label
+            title = f"{self.panel} · {label}" if label else self.panel  # /name sets a label
+            self.query_one(".pane-title", Static).update(Text(clean(title, 84)))
             self.set_class(row is not None and row.state == "halted", "halted")
             self.set_class(bool(self.waiting), "waiting")
 

@@ -24,6 +24,7 @@ from panels.hostdb import (
     PanelRow,
     logged_from_row,
     panel_from_row,
+    panel_query,
     panel_select,
 )
 
@@ -118,8 +119,8 @@ class Tail:
         # A file an older host wrote lacks the newer columns (read-only: never migrated here).
         info = await self._conn.execute_fetchall(PANEL_TABLE_INFO)
         names = panel_select(str(r[1]) for r in info)
-        sql = f"SELECT {', '.join(names)} FROM panels ORDER BY name"
-        return [panel_from_row(r, names) for r in await self._conn.execute_fetchall(sql)]
+        rows = await self._conn.execute_fetchall(panel_query(names))
+        return [panel_from_row(r, names) for r in rows]
 
     async def _read_meta(self) -> dict[str, str]:
         rows = await self._conn.execute_fetchall("SELECT key, value FROM meta")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from panels.hostdb import connect, submit_command
+from panels.hostdb import connect, read_panels, submit_command
 from panels.hostdb.verbs import Input
 from panels.ui.app import make_app
 from panels.ui.composer import Composer
@@ -27,6 +27,19 @@ def commands(path: Any) -> list[tuple[Any, ...]]:
     conn = connect(path, create=False)
     try:
         return conn.execute("SELECT panel, verb, args, by FROM commands ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+async def test_panes_come_in_the_team_files_order(live_host: Any) -> None:
+    host = live_host(zeta=[], alpha=[], mid=[])  # the team file lists them in this order
+    app = make_app(host.hostdb_path, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app.panes) == 3)
+        assert list(app.panes) == ["zeta", "alpha", "mid"]
+    conn = connect(host.hostdb_path, create=False)
+    try:
+        assert [r.name for r in read_panels(conn)] == ["zeta", "alpha", "mid"]  # `ps` too
     finally:
         conn.close()
 

@@ -54,6 +54,8 @@ async def test_slash_verbs_reach_the_host(live_host: Any) -> None:
         await until(pilot, lambda: "inbox delivery is on" in transcript(app, "b"))
         await type_line(pilot, app, "b", "/name Ada")
         await until(pilot, lambda: "replies show as 'Ada'" in transcript(app, "b"))
+        title = app.panes["b"].query_one(".pane-title")
+        await until(pilot, lambda: str(title.render()) == "b · Ada")
         await type_line(pilot, app, "b", "/stop")
         await until(pilot, lambda: "no turn runs" in transcript(app, "b"))
         await type_line(pilot, app, "b", "/clear")
