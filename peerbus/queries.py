@@ -15,7 +15,8 @@ from peerbus.candidates import Route, open_rows_sql
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
 
 
-def _text(value: object) -> str:
+def cell_text(value: object) -> str:
+    """A column's value as text: NULL as "", bytes decoded (bad bytes replaced)."""
     if value is None:
         return ""
     if isinstance(value, bytes):
@@ -24,7 +25,7 @@ def _text(value: object) -> str:
 
 
 def _opt(value: object) -> str | None:
-    return None if value is None else _text(value)
+    return None if value is None else cell_text(value)
 
 
 def inbox(
@@ -55,13 +56,13 @@ def inbox(
             out.append(
                 Pending(
                     id=int(row[0]),
-                    sender=_text(row[1]),
+                    sender=cell_text(row[1]),
                     recipient=_opt(row[2]),
                     topic=_opt(row[3]),
                     state=state,  # type: ignore[arg-type]
                     attempts=int(row[9]),
-                    submitted_at=_text(row[4]),
-                    payload_json=_text(row[5]),
+                    submitted_at=cell_text(row[4]),
+                    payload_json=cell_text(row[5]),
                     deliveries=int(row[10]),
                 )
             )
@@ -89,13 +90,13 @@ def history(
         records = [
             Record(
                 int(r[0]),
-                _text(r[1]),
+                cell_text(r[1]),
                 _opt(r[2]),
                 _opt(r[3]),
-                _text(r[4]),
-                _text(r[5]),
+                cell_text(r[4]),
+                cell_text(r[5]),
                 _opt(r[6]),
-                _text(r[7]),
+                cell_text(r[7]),
             )
             for r in rows
         ]
@@ -119,13 +120,13 @@ def dead_letters(
         return [
             DeadLetter(
                 int(r[0]),
-                _text(r[1]),
-                _text(r[2]),
+                cell_text(r[1]),
+                cell_text(r[2]),
                 _opt(r[3]),
-                _text(r[4]),
+                cell_text(r[4]),
                 int(r[5]),
                 _opt(r[6]),
-                _text(r[7]),
+                cell_text(r[7]),
                 int(r[8]),
             )
             for r in conn.execute(sql, {"recipient": recipient, "limit": limit})
@@ -152,7 +153,7 @@ def stats(bus: BusFile) -> BusStats:
 
     def work(conn: sqlite3.Connection) -> BusStats:
         by_status = {
-            _text(s): int(n)
+            cell_text(s): int(n)
             for s, n in conn.execute("SELECT status, count(*) FROM main.returns GROUP BY 1")
         }
         recipients = []

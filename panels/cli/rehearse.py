@@ -10,7 +10,8 @@ is cleared, so a rehearsal can never bill anyone.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +22,7 @@ from panels.cli.options import InstanceOpt, check_output
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
+    from runtime.claude import ClaudeDriver
     from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
 
@@ -118,13 +120,9 @@ def run_rehearsal(
     import anyio
 
     from runtime.home import InstancePaths
-    from runtime.rehearsal import load_script
 
     InstancePaths.for_name(instance).require()
-    if script.is_dir():
-        raise fail(f"{script} is a directory; give the rehearsal script (TOML) in it", 2)
-    parsed = load_script(script)
-    chosen = pick_panel(parsed, panel, script, instance=instance)
+    parsed, chosen = checked_script(instance, script, panel)
     failed, ok = anyio.run(
         lambda: _rehearse(instance, parsed, chosen, prompts, log), backend="trio"
     )
@@ -134,6 +132,35 @@ def run_rehearsal(
         raise typer.Exit(EXIT_FAILURE)
 
 
+def checked_script(instance: str, script: Path, panel: str | None) -> tuple[Script, str]:
+    """The rehearsal script at `script` and its panel that answers `instance` (exits 2 on a
+    directory, or a panel the script has not)."""
+    from runtime.rehearsal import load_script
+
+    if script.is_dir():
+        raise fail(f"{script} is a directory; give the rehearsal script (TOML) in it", EXIT_USAGE)
+    parsed = load_script(script)
+    return parsed, pick_panel(parsed, panel, script, instance=instance)
+
+
+@asynccontextmanager
+async def rehearsal_driver(
+    script: Script, panel: str, *, log: Path | None = None
+) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer]]:
+    """The script served on loopback, and a CLI driver aimed at its `panel` (a throwaway
+    HOME, a dummy key), for the block."""
+    from runtime.claude import ClaudeDriver
+    from runtime.rehearsal import open_rehearsal_server
+    from runtime.rehearsal.env import rehearsal_env
+
+    with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
+        async with open_rehearsal_server(script, log_path=log) as server:
+            yield (
+                ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home))),
+                server,
+            )
+
+
 async def _rehearse(
     instance: str, script: Script, panel: str, prompts: list[str], log: Path | None
 ) -> tuple[int, bool]:
@@ -141,19 +168,14 @@ async def _rehearse(
     gave up on the panel."""
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
-    from runtime.claude import ClaudeDriver
-    from runtime.rehearsal import open_rehearsal_server
-    from runtime.rehearsal.env import rehearsal_env
 
     failed, ok = 0, True
-    with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
-        async with open_rehearsal_server(script, log_path=log) as server:
-            driver = ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home)))
-            if prompts:
-                failed = await _run_prompts(instance, driver, server, panel, prompts)
-            else:
-                ok = await run_solo(solo_team(instance), drivers=lambda spec: driver)
-            typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
+    async with rehearsal_driver(script, panel, log=log) as (driver, server):
+        if prompts:
+            failed = await _run_prompts(instance, driver, server, panel, prompts)
+        else:
+            ok = await run_solo(solo_team(instance), drivers=lambda spec: driver)
+        typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
     return failed, ok
 
 

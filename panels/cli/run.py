@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -72,7 +71,9 @@ def run(
         return
     team = solo_team(instance)
     if on_dashboard:
-        script = None if rehearsal is None else _checked_script(instance, rehearsal, panel)
+        from panels.cli.rehearse import checked_script
+
+        script = None if rehearsal is None else checked_script(instance, rehearsal, panel)
         ok = _run_dashboard(team, script)
     else:
         ok = anyio.run(lambda: run_solo(team), backend="trio")
@@ -80,35 +81,19 @@ def run(
         raise typer.Exit(EXIT_FAILURE)
 
 
-def _checked_script(instance: str, path: Path, panel: str | None) -> tuple[Script, str]:
-    """The rehearsal script and its panel that answers, checked as `rehearse` checks them."""
-    from panels.cli.rehearse import pick_panel
-    from runtime.rehearsal import load_script
-
-    if path.is_dir():
-        raise fail(f"{path} is a directory; give the rehearsal script (TOML) in it", EXIT_USAGE)
-    script = load_script(path)
-    return script, pick_panel(script, panel, path, instance=instance)
-
-
 @asynccontextmanager
 async def _rehearsal_drivers(
     script: Script, panel: str, totals: list[str]
 ) -> AsyncIterator[DriverFactory]:
-    """The script served on loopback and a CLI driver aimed at its `panel` (as `rehearse`
-    runs it: a throwaway HOME, a dummy key); the usage total is appended to `totals`."""
-    from panels.cli.rehearse import usage_line
-    from runtime.claude import ClaudeDriver
-    from runtime.rehearsal import open_rehearsal_server
-    from runtime.rehearsal.env import rehearsal_env
+    """`rehearse`'s driver for `panel` as the team's driver factory; the usage total is
+    appended to `totals` at the end."""
+    from panels.cli.rehearse import rehearsal_driver, usage_line
 
-    with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
-        async with open_rehearsal_server(script) as server:
-            driver = ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home)))
-            try:
-                yield lambda spec: driver
-            finally:
-                totals.append(f"rehearsal total: {usage_line(server.requests(panel))}")
+    async with rehearsal_driver(script, panel) as (driver, server):
+        try:
+            yield lambda spec: driver
+        finally:
+            totals.append(f"rehearsal total: {usage_line(server.requests(panel))}")
 
 
 def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) -> bool:

@@ -21,6 +21,8 @@ from typing import Any
 import aiosqlite
 import anyio
 
+from peerbus.queries import cell_text
+
 NEWEST = 200  # messages shown
 DEAD = 100  # dead letters shown
 PREVIEW = 200  # characters of a payload read
@@ -62,14 +64,6 @@ class BusSnapshot:
     dead: tuple[Flow, ...] = ()  # newest first
 
 
-def _text(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
 def receipt_status(state: str, lease_until: float | None, now: float) -> str:
     """The pane's word for a receipt state: a lease that ran out is back in the queue."""
     if state == "leased":
@@ -87,16 +81,16 @@ def flow(
         by_message.setdefault(int(receipt[0]), []).append(receipt)
     out = []
     for ident, sender, recipient, topic, status, kind, preview in messages:
-        shown_kind = _text(kind) or _text(topic) or ("?" if not _text(preview) else "-")
-        base = Flow(int(ident), _text(sender), _text(recipient) or "*", shown_kind,
-                    _text(topic), "acked" if status == "done" else "queued", 0)  # fmt: skip
+        shown_kind = cell_text(kind) or cell_text(topic) or ("?" if not cell_text(preview) else "-")
+        base = Flow(int(ident), cell_text(sender), cell_text(recipient) or "*", shown_kind,
+                    cell_text(topic), "acked" if status == "done" else "queued", 0)  # fmt: skip
         taken = by_message.get(int(ident), [])
         if not taken:
             out.append(base)
         for _, who, state, attempts, until, reason in sorted(taken, key=lambda r: str(r[1])):
-            out.append(Flow(base.id, base.sender, _text(who), base.kind, base.topic,
+            out.append(Flow(base.id, base.sender, cell_text(who), base.kind, base.topic,
                             receipt_status(str(state), until, now), int(attempts or 0),
-                            _text(reason)))  # fmt: skip
+                            cell_text(reason)))  # fmt: skip
     return out
 
 
@@ -104,9 +98,10 @@ def dead_letters(rows: Sequence[Sequence[Any]]) -> list[Flow]:
     """`_DEAD` rows as the pane's lines."""
     out = []
     for ident, who, sender, topic, kind, attempts, reason in rows:
-        shown_kind = _text(kind) or _text(topic) or "-"
-        out.append(Flow(int(ident), _text(sender), _text(who), shown_kind, _text(topic), "dead",
-                        int(attempts or 0), _text(reason)))  # fmt: skip
+        shown_kind = cell_text(kind) or cell_text(topic) or "-"
+        out.append(Flow(int(ident), cell_text(sender), cell_text(who), shown_kind,
+                        cell_text(topic), "dead", int(attempts or 0),
+                        cell_text(reason)))  # fmt: skip
     return out
 
 

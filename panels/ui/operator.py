@@ -29,6 +29,7 @@ from panels.ui.commands import Sender
 from panels.ui.context import ContextScreen
 from panels.ui.modals import AskScreen, HaltRecordScreen, TextScreen
 from panels.ui.pane import PanelPane
+from panels.ui.panelfiles import instance_paths
 from panels.ui.roledoc import RoleDocScreen
 from panels.ui.slash import (
     Open,
@@ -41,7 +42,6 @@ from panels.ui.slash import (
     is_command,
     skeleton_page,
 )
-from runtime.home import InstancePaths
 
 
 class OperatorApp(App[None]):
@@ -146,10 +146,8 @@ class OperatorApp(App[None]):
 
     async def slash(self, panel: str, line: str) -> None:
         """Run a slash command typed in `panel`'s input (panels/ui/slash.py says what each does)."""
-        root = self.meta.get(f"instance:{panel}")
-        paths = InstancePaths(name=Path(root).name, root=Path(root)) if root else None
         try:
-            action = action_for(line, panel, paths)
+            action = action_for(line, panel, instance_paths(self.meta, panel))
         except SlashError as exc:
             self._notice(str(exc))
             return

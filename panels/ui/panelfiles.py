@@ -32,17 +32,22 @@ class PanelFiles:
         return self.paths.turns
 
 
+def instance_paths(meta: dict[str, str], panel: str) -> InstancePaths | None:
+    """Where `panel`'s instance lives, as the host recorded it; None when it did not. Pure."""
+    root = meta.get(f"instance:{panel}")
+    return InstancePaths(name=Path(root).name, root=Path(root)) if root else None
+
+
 def find_panel_files(meta: dict[str, str], panel: str, *, hostdb: Path) -> PanelFiles:
     """The files of `panel` as the host recorded them; `HostDbError` when it did not record
     them (a host from before this version), naming what to do."""
-    root = meta.get(f"instance:{panel}")
-    if not root:
+    paths = instance_paths(meta, panel)
+    if paths is None:
         raise HostDbError(
             f"the host did not record where panel {panel!r} keeps its files; "
             "restart the team's host with this version of mnemara",
             path=hostdb,
         )
-    paths = InstancePaths(name=Path(root).name, root=Path(root))
     try:
         config = load_config(paths.config)
     except ConfigError:

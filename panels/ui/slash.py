@@ -17,35 +17,32 @@ from typing import Literal
 
 from panels.hostdb import verbs
 from panels.repl.commands import verb_for
+from panels.repl.slash import HELP as REPL_HELP
 from panels.repl.slash import MODELS, Command, SlashError, parse
 from runtime.home import InstancePaths
 
 Screen = Literal["context", "role_doc", "help", "skeleton", "model", "tokens"]
 
-# Usage, what it does: the dashboard's own list (the REPL's /show and /role differ a little).
-HELP: tuple[tuple[str, str], ...] = (
+# The dashboard's own commands, or its own meaning of a REPL command; the REPL's other lines
+# (panels/repl/slash.py HELP) hold here as written.
+_OWN: tuple[tuple[str, str], ...] = (
     ("/role_doc", "edit the role doc; the panel reads it again on its next turn"),
     ("/context, /show", "where the input tokens go; browse, pin, unpin, evict, edit slots"),
     ("/role [PATH]", "open the role doc, or switch the panel to the role doc at PATH"),
-    ("/clear [--all]", "wipe the window; pinned rows and slots stay unless --all"),
-    ("/evict tools|thinking|writes", "strip tool bodies / thinking / write pairs from rows"),
-    ("/evict user|assistant", "drop every user (or assistant) row"),
-    ("/evict N | /evict last N", "drop the N oldest / N newest rows"),
     ("/evict", "eviction figures (opens the context viewer)"),
-    ("/pin ROW | /unpin ROW", "protect a row from trimming, or no longer"),
-    ("/slot LABEL [TEXT]", "set a slot; no text removes it"),
-    ("/compress [N] | reads", "shrink the window to N tokens (default 25%) / stub re-reads"),
-    ("/skeleton PATH", "a Python file's signatures and docstrings"),
-    ("/models", "model shortcuts for /swap"),
     ("/swap [MODEL|N]", "switch model from the next turn (saved); alone: choose one"),
     ("/tokens [N]", "set the window's token cap (500k, 1m, 200000); alone: ask"),
     ("/inbox [on|off]", "peer-message delivery: toggle, or switch on or off"),
     ("/name [LABEL]", "a label shown for the panel's replies; no label clears it"),
-    ("/note TEXT", "append to today's memory file"),
-    ("/export [PATH] | /import PATH [--replace]", "write the window as JSONL / load one"),
-    ("/halt [REASON] | /resume | /stop", "halt the panel / let it go on / stop the turn"),
     ("/help", "this list, and the keys"),
     ("/quit, /exit", "close this viewer (the team goes on)"),
+)
+_REPLACED = {"/role [PATH]", "/show [N]", "/evict", "/swap MODEL|N", "/tokens N", "/inbox [on|off]",
+             "/stop", "/help", "/quit, /exit"}  # fmt: skip
+HELP = (
+    _OWN
+    + tuple(line for line in REPL_HELP if line[0] not in _REPLACED)
+    + (("/stop", "stop the turn in flight"),)
 )
 
 

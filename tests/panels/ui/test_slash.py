@@ -206,3 +206,11 @@ async def test_a_click_focuses_the_pane_it_lands_in(live_host: Any) -> None:
         await until(pilot, lambda: app.focused_pane() is app.panes["b"])
         await pilot.press(*"hi", "ctrl+s")
         await until(pilot, lambda: "operator > hi" in transcript(app, "b"))
+
+
+def test_the_help_replaces_only_lines_the_repl_has() -> None:
+    from panels.repl.slash import HELP as REPL_HELP
+    from panels.ui import slash
+
+    assert {usage for usage, _ in REPL_HELP} >= slash._REPLACED  # the REPL's list moved on
+    assert "/role_doc" in slash.help_text() and "/compress reads" in slash.help_text()
