@@ -11,14 +11,19 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime.errors import ConfigError
 from runtime.guard.settings import LimitsConfig
 
 ToolMode = Literal["allow", "ask", "deny"]
+GraphEngine = Literal["ladybug", "kuzu"]
+BUILTIN_EMBED_MODEL = "all-MiniLM-L6-v2"
+# The original's defaults: a config that still carries both means "Ollama, as before".
+ORIGINAL_EMBED_URL = "http://localhost:11434/api/embeddings"
+ORIGINAL_EMBED_MODEL = "nomic-embed-text"
 
 # The original's README documents 20 rows, its code and status bar 100. We take 100: a row is
 # one side of an exchange, and 20 rows (ten exchanges) is too short for a coding session.
@@ -96,15 +101,18 @@ class InstanceConfig(BaseModel):
     runtime_sentinel: bool = True
     row_cap_slack_when_token_headroom: int = Field(default=0, ge=0)
 
-    # Memory backends.
+    # Memory (runtime/memory/). The original embedded through Ollama by default; ours runs
+    # a model shipped in a package, offline. A URL selects an Ollama endpoint instead.
     rag_enabled: bool = True
-    rag_embed_url: str = "http://localhost:11434/api/embeddings"
-    rag_embed_model: str = "nomic-embed-text"
+    rag_embed_url: str = ""
+    rag_embed_model: str = BUILTIN_EMBED_MODEL
     rag_auto_index_memory: bool = True
     rag_auto_index_wiki: bool = True
     graph_enabled: bool = True
-    replay_default_days: int = Field(default=7, ge=1)
-    replay_default_threshold: int = Field(default=3, ge=1)
+    # ladybug is the maintained fork of Kuzu; "kuzu" opens an original instance's graph.
+    graph_engine: GraphEngine = "ladybug"
+    replay_default_days: int = Field(default=7, ge=1, le=3650)
+    replay_default_threshold: int = Field(default=3, ge=1, le=1000)
     replay_policy_path: str = ""
 
     # The original's solo peer polling against a foreign `returns` table.
@@ -133,6 +141,23 @@ class InstanceConfig(BaseModel):
         if isinstance(value, str):
             return tuple(t.strip() for t in value.split(",") if t.strip())
         return value
+
+    @field_validator("rag_embed_url")
+    @classmethod
+    def _embed_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError('must be "" (the built-in offline model) or an http(s) URL')
+        return value
+
+    @model_validator(mode="after")
+    def _embedder_known(self) -> Self:
+        if not self.rag_embed_url and self.rag_embed_model != BUILTIN_EMBED_MODEL:
+            raise ValueError(
+                f"rag_embed_model {self.rag_embed_model!r} needs rag_embed_url (an Ollama "
+                f"embeddings endpoint); without one the model is {BUILTIN_EMBED_MODEL!r}"
+            )
+        return self
 
     def unknown_fields(self) -> list[str]:
         return sorted((self.model_extra or {}).keys())

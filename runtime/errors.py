@@ -13,6 +13,9 @@ MnemaraError                      root of everything the runtime raises on purpo
 ├── RoleDocError                  a role doc given on purpose (`role --set`) cannot be used
 ├── FetchError                    `role --set-from-url` refused or failed
 ├── PolicyError                   permissions.json or a policy pattern is unusable (fail closed)
+├── MemoryStoreError              a memory store (notes, wiki, index, graph) refused or failed
+│   ├── WikiSlugError             a wiki page name is unsafe or malformed
+│   └── EngineUnavailableError    the index or graph engine is missing, broken or switched off
 ├── PanelHaltedError              a halted panel (sentinel or budget) was asked for a turn
 ├── RehearsalError                the rehearsal model cannot serve (runtime/rehearsal/errors.py)
 └── DriverError                   a turn could not be run by the model driver
@@ -117,6 +120,33 @@ class PolicyError(MnemaraError):
         super().__init__(f"{where}: {message}")
         self.path = path
         self.field = field
+
+
+class MemoryStoreError(MnemaraError):
+    """Raised when a memory store refuses a request or cannot complete it."""
+
+    def __init__(self, message: str, *, path: Path | None = None):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+class WikiSlugError(MemoryStoreError):
+    """Raised for a wiki page name outside `[a-z0-9-]+(/[a-z0-9-]+)*` or its length caps."""
+
+    def __init__(self, message: str, *, slug: str):
+        super().__init__(f"wiki page {slug!r}: {message}")
+        self.slug = slug
+
+
+class EngineUnavailableError(MemoryStoreError):
+    """Raised when the search index or the graph cannot be used; notes and the wiki still work.
+
+    `store` is "index" or "graph"; the message says why and what to do.
+    """
+
+    def __init__(self, message: str, *, store: str, path: Path | None = None):
+        super().__init__(message, path=path)
+        self.store = store
 
 
 class PanelHaltedError(MnemaraError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from runtime.guard.records import HaltRecord
 from runtime.guard.settings import BudgetSettings
 from runtime.guard.world import GitProbe, WorkingTree, git_state
 from runtime.home import InstancePaths
+from runtime.memory import Memory, Provenance, open_memory
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
@@ -121,6 +122,7 @@ class Session:
         cwd: Path,
         tools: Sequence[ToolSpec] = (),
         git_probe: GitProbe = git_state,
+        memory: Memory,
         guard: Guard | None = None,
     ) -> None:
         self.paths = paths
@@ -140,6 +142,11 @@ class Session:
         self.approver: Approver = guard  # what the driver asks about every call
         self.files = FileTracker(cwd)
         self.in_flight_row: int | None = None
+        self.last_turn_row: int | None = None  # the input row of the latest turn begun
+        self.memory = memory
+        self.shared_memory: Memory | None = None  # set by a host whose team shares memory
+        self.panel = paths.name  # a host names its panel and its epoch (provenance)
+        self.epoch = 0
         self._sends: list[OutboxDraft] = []  # queued by the turn in flight, committed with it
         self._send_row: int | None = None  # the input row of the turn accepting sends, if any
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
@@ -165,6 +172,12 @@ class Session:
             self.role = RoleDocSource(Path(path) if path else None)
 
     # -- what the agent's tools see (runtime.tools.ToolContext) ------------------------------
+
+    def provenance(self) -> Provenance:
+        return self.provenance_of(self.in_flight_row)
+
+    def provenance_of(self, turn: int | None) -> Provenance:
+        return Provenance(self.panel, self.epoch, turn)
 
     def role_text(self) -> str:
         # Read directly, not through self.role, whose read() reports a warning only once: a
@@ -281,7 +294,7 @@ class Session:
         user_id = await self.store.begin_turn(
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
-        self.in_flight_row = user_id
+        self.in_flight_row = self.last_turn_row = user_id
         self._sends, self._send_row = [], user_id
         # Always with its source, even with no ids: the turn's sends go back to that source.
         consumed = Consumed(source, tuple(consumed_ids))
@@ -439,7 +452,9 @@ async def open_session(
     cwd = cwd or Path.cwd()
     if approver is None:
         approver = build_approver(paths, config, cwd=cwd, asker=asker)
-    async with open_turn_store(paths.turns) as store:
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_turn_store(paths.turns))
+        memory = stack.enter_context(open_memory(paths, config, DebugLog(paths.debug_log)))
         recovered = await store.recover_interrupted()
         await store.prune_delivery(older_than=DELIVERY_RETENTION)
         session = Session(
@@ -452,6 +467,7 @@ async def open_session(
             tools=tools,
             git_probe=git_probe,
             guard=guard,
+            memory=memory,
         )
         if recovered:
             session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)

@@ -116,16 +116,20 @@ def show(
     from runtime.config import load_config
     from runtime.home import InstancePaths
     from runtime.inspect import describe_window
+    from runtime.memory.replay_write import last_replay
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
     with TurnStore.open(paths.turns) as store:
         view = describe_window(store, config, last=n)
+    replayed = last_replay(paths)
     if as_json:
-        typer.echo(json.dumps(view.as_dict(), indent=2, ensure_ascii=False))
+        shown = view.as_dict() | {"last_replay": replayed.as_dict() if replayed else None}
+        typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
     else:
         typer.echo(view.as_text())
+        typer.echo(replayed.summary() if replayed else "last replay: never (mnemara replay)")
 
 
 @reports_errors
@@ -171,10 +175,12 @@ def note(
         str, typer.Option("--category", metavar="NAME", help="A category for the note.")
     ] = "note",
 ) -> None:
-    """Append a note to today's memory file (memory/YYYY-MM-DD.md)."""
+    """Append a note to today's memory file (memory/YYYY-MM-DD.md), then index and link it."""
+    from runtime.config import load_config
     from runtime.home import InstancePaths
-    from runtime.notes import append_note
+    from runtime.memory import open_memory
 
     paths = InstancePaths.for_name(instance).require()
-    target = append_note(paths, " ".join(text), category)
-    typer.echo(f"noted in {target}")
+    with open_memory(paths, load_config(paths.config)) as memory:
+        written = memory.remember(" ".join(text), category)
+    typer.echo(f"noted in {paths.root / written.atom.source}{written.summary()}")

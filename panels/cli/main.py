@@ -12,10 +12,11 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from panels.cli import claude, instances, rehearse, role, run, transfer
+from panels.cli import claude, instances, rehearse, replay, role, run, transfer
 from panels.cli.bus import bus_app
 from panels.cli.errors import EXITS, report
 from panels.cli.host import host_commands
+from panels.cli.memory import memory_app
 from panels.cli.options import HELP_OPTIONS, Command
 
 app = typer.Typer(
@@ -57,12 +58,14 @@ app.command(cls=Command)(role.role)
 app.command(cls=Command)(transfer.export)
 app.command("import", cls=Command)(transfer.import_)
 app.command(cls=Command)(transfer.migrate)
+app.command(cls=Command)(replay.replay)
 app.command(cls=Command)(run.run)
 app.command(cls=Command)(rehearse.rehearse)
 for _name, _command in host_commands:
     app.command(_name, cls=Command)(_command)
 app.command(cls=Command, context_settings=claude.PASSTHROUGH)(claude.claude)
 app.add_typer(bus_app, name="bus")
+app.add_typer(memory_app, name="memory")
 
 
 def run_cli(args: list[str] | None = None) -> NoReturn:

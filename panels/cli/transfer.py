@@ -90,6 +90,8 @@ def migrate(
     """
     from runtime.home import InstancePaths, list_instances
     from runtime.lease import InstanceLeasedError
+    from runtime.memory.migrate import migrate_memory
+    from runtime.memory.progress import progress_bar
     from runtime.store.legacy import migrate_instance
 
     if bool(instance) == all_:
@@ -101,6 +103,11 @@ def migrate(
         try:
             with hold_instance(paths, "migrate", "migrate it"):
                 report = migrate_instance(paths)
+                bar = progress_bar(0, "indexing")
+                try:
+                    memory = migrate_memory(paths, bar)
+                finally:
+                    bar.close()
         except InstanceLeasedError as exc:
             if not all_:
                 raise
@@ -108,6 +115,8 @@ def migrate(
             skipped.append(exc)
             continue
         typer.echo(f"{name}: {report}")
+        for line in str(memory).splitlines():
+            typer.echo(f"{name}: {line}")
     if skipped:
         names_in_use = ", ".join(exc.instance for exc in skipped)
         raise fail(

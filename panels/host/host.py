@@ -57,6 +57,8 @@ from peerbus import Bus, open_bus
 from runtime.driver import ToolSpec
 from runtime.guard.budget import Spend
 from runtime.lease import Lease, LeaseOwner, acquire_lease
+from runtime.memory import Memory
+from runtime.memory.memory import open_shared_memory
 
 if TYPE_CHECKING:
     from runtime.rehearsal import RehearsalServer
@@ -136,9 +138,12 @@ class Host:
             if self.team.silent_types is not None:
                 bus_options["silent_types"] = self.team.silent_types
             bus = await stack.enter_async_context(open_bus(self.team.bus_path, **bus_options))
+            shared = None
+            if self.team.shared_memory:
+                shared = stack.enter_context(open_shared_memory(self.team.memory_dir))
             async with anyio.create_task_group() as services_tg:
                 drivers = await self._start_drivers(services_tg)
-                self._build(bus, drivers)
+                self._build(bus, drivers, shared)
                 await services_tg.start(self.services.log.serve)
                 await services_tg.start(self.services.watch.serve)
                 await services_tg.start(serve_inbox_counts, bus, self.panels)
@@ -191,7 +196,7 @@ class Host:
         url = await tg.start(server.serve)
         return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir, marker=marker)
 
-    def _build(self, bus: Bus, drivers: DriverFactory) -> None:
+    def _build(self, bus: Bus, drivers: DriverFactory, shared: Memory | None = None) -> None:
         log = EventLog(self.db, interval=self.log_interval)
         for listener in self.listeners:
             log.listen(listener)
@@ -207,6 +212,7 @@ class Host:
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
             home=self._home,
             redeliver_failed_input=self.redeliver_failed_input,
+            shared_memory=shared,
         )
         for position, spec in enumerate(self.team.panels):
             runner = PanelRunner(spec, self.services, team_spends=self._spends)

@@ -68,6 +68,9 @@ async def live(
         runner.session = session
         runner.model = session.config.model
         runner.epoch = await host.bus.register(spec.name, senders=spec.listens_to)
+        # What the panel writes is stamped with who wrote it (panel, epoch, turn).
+        session.panel, session.epoch = spec.name, runner.epoch
+        session.shared_memory = host.shared_memory
         await host.bus.register(operator_route(spec.name), senders=())
         host.log.emit(PanelStarted(panel=spec.name, epoch=runner.epoch, instance=spec.instance,
                                    model=runner.model, created=prepared.created))  # fmt: skip

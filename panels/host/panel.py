@@ -172,9 +172,22 @@ class PanelRunner:
         halted = Halted(panel=self.name, by=self.halted_by, source=record.source,
                         rule=record.rule, message=record.message, turn=record.turn)  # fmt: skip
         self.host.log.emit(halted)
+        self._quarantine(record)
         if not self.in_turn:
             self.set_state(self.resting_state(), self.halt_detail())
         self.wakeup.set()
+
+    def _quarantine(self, record: HaltRecord) -> None:
+        """What the halted turn wrote to the team's shared memory stays out of search."""
+        shared, session = self.host.shared_memory, self.session
+        if shared is None or shared.quarantine is None or session is None:
+            return
+        turn = session.in_flight_row or session.last_turn_row
+        if turn is None:
+            return
+        # One JSON line appended: small enough to write on the event loop, and it must be
+        # on disk before the next search of any panel.
+        shared.quarantine.add(session.provenance_of(turn), f"{record.source}: {record.rule}")
 
     # -- what the verbs change -------------------------------------------------------------------
 

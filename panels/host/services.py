@@ -20,6 +20,7 @@ from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
 from peerbus import Bus, Message
 from runtime.driver import AgentDriver
+from runtime.memory import Memory
 
 DriverFactory = Callable[[PanelSpec], AgentDriver]
 
@@ -42,6 +43,8 @@ class HostServices:
     turn_ended: Wakeup = field(default_factory=Wakeup)
     # Give a failed turn's operator input back for another try (True), or ack it (False).
     redeliver_failed_input: bool = True
+    # The team's shared wiki, graph and index (`[team] memory = "shared"`), or None.
+    shared_memory: Memory | None = None
 
 
 @dataclass

@@ -16,7 +16,6 @@ from panels.errors import WindowVerbError as WindowVerbError  # defined there, r
 from panels.hostdb import verbs
 from runtime import window_ops
 from runtime.config import write_text_atomic
-from runtime.notes import append_note
 from runtime.roledoc import read_role_doc
 from runtime.session import Session
 from runtime.store import TurnStore
@@ -50,10 +49,9 @@ async def apply_window(session: Session, verb: verbs.Verb) -> str:
     if isinstance(verb, verbs.SetRole):
         return await role(session, verb)
     if isinstance(verb, verbs.Note):
-        target = await anyio.to_thread.run_sync(
-            append_note, session.paths, verb.text, verb.category
-        )
-        return f"noted in {target}"
+        memory = session.memory
+        written = await memory.run(memory.remember, verb.text, verb.category)
+        return f"noted in {written.atom.source}{written.summary()}"
     raise WindowVerbError(f"{verb.name} is not a window verb")
 
 

@@ -76,6 +76,12 @@ class TeamSpec:
     panels: tuple[PanelSpec, ...]
     # Protocol-noise types the bus acks without a turn; None: the bus's default set.
     silent_types: tuple[str, ...] | None = None
+    shared_memory: bool = False  # `[team] memory = "shared"`
+
+    @property
+    def memory_dir(self) -> Path:
+        """The team's shared wiki, graph and index (when `shared_memory`)."""
+        return self.state_dir / "memory"
 
     @property
     def hostdb_path(self) -> Path:
@@ -193,6 +199,7 @@ def build_spec(
         runaway_tool_calls=team.runaway_tool_calls,
         budget=team.budget,
         panels=tuple(_panel(p, base) for p in model.panels),
+        shared_memory=team.memory == "shared",
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from copy import copy
-from typing import TYPE_CHECKING, Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -136,6 +136,9 @@ class TeamSection(_Model):
     # The digest calls a turn with this many tool calls a runaway (an alert for the watchdog).
     runaway_tool_calls: int = Field(default=8, ge=2)
     budget: TeamBudget = Field(default_factory=TeamBudget)
+    # "shared": the panels also get a team wiki, graph and search index, kept under
+    # <home>/_teams/<name>/memory, where a halted turn's writes are quarantined.
+    memory: Literal["own", "shared"] = "own"
 
 
 def find_duplicates(panels: Sequence[tuple[str, str]]) -> list[tuple[int, str, str, int]]:

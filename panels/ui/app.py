@@ -47,9 +47,11 @@ from panels.ui.modals import (
 )
 from panels.ui.operator import OperatorApp
 from panels.ui.pane import PanelPane
+from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import Changes, Tail, open_tail
 
 CHUNK = 200  # events a pane takes before the app lets other work run (a long catch-up)
+REPLAY_RECHECK = 30.0  # seconds between looks at the panels' last memory replay
 
 
 class DashboardApp(OperatorApp):
@@ -83,6 +85,7 @@ class DashboardApp(OperatorApp):
         self.read_only = read_only
         self.panes: dict[str, PanelPane] = {}
         self.meta: dict[str, str] = {}
+        self.replay: str | None = None  # the header's last memory replay (read with the meta)
         self.bus_activity = BusActivity()
         self.running = False
         self.sent: list[int] = []  # ids of the commands this viewer queued
@@ -111,6 +114,14 @@ class DashboardApp(OperatorApp):
         self._tail_worker = self.run_worker(
             self._follow(tail), name="tail", group="tail", exclusive=True, exit_on_error=True
         )
+        # A replay is run from the shell, rarely: a look every half minute is enough.
+        self.set_interval(REPLAY_RECHECK, self._read_replay)
+
+    async def _read_replay(self) -> None:
+        replay = await asyncio.to_thread(latest_replay, self.meta)
+        if replay != self.replay:
+            self.replay = replay
+            self._show_header()
 
     async def on_unmount(self) -> None:
         worker = self._tail_worker
@@ -144,6 +155,7 @@ class DashboardApp(OperatorApp):
         """Show what a poll of the file found."""
         if changes.meta is not None:
             self.meta = changes.meta
+            await self._read_replay()
             pid = self.meta.get("pid", "")
             self.running = pid.isdigit() and pid_alive(int(pid))
             bus = self.meta.get("bus")
@@ -227,7 +239,7 @@ class DashboardApp(OperatorApp):
         rows = [p.status for p in self.panes.values() if p.status is not None]
         text = header_line(self.meta, running=self.running, panels=len(self.panes),
                            waiting=len(self.approvals.waiting()), rows=rows,
-                           bus=self.bus_activity)  # fmt: skip
+                           bus=self.bus_activity, replay=self.replay)  # fmt: skip
         self.main.query_one("#header", Static).update(Text(text))
 
     def action_cycle(self, step: int) -> None:

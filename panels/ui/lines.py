@@ -86,9 +86,11 @@ def header_line(
     waiting: int = 0,
     rows: Sequence[PanelRow] = (),
     bus: BusActivity | None = None,
+    replay: str | None = None,
 ) -> str:
     """The team bar: team, host state, team spend against the team budget, bus activity (dead
-    letters: those on the bus now, from the status rows), approvals waiting."""
+    letters: those on the bus now, from the status rows), the last memory replay, approvals
+    waiting."""
     team = clean(meta.get("team", "?"), 64)
     line = f"team {team} · host {'running' if running else 'stopped'} · {panels} panel(s)"
     usd = sum(r.usd for r in rows)
@@ -101,6 +103,8 @@ def header_line(
     if bus is not None:
         dead = sum(r.dead_letters for r in rows)
         line += f" · bus {bus.sent} sent, {bus.delivered} delivered, {dead} dead"
+    if replay is not None:
+        line += f" · replay {clean(replay, 80)}"
     return line + (f" · {waiting} approval(s) waiting" if waiting else "")
 
 

@@ -57,3 +57,21 @@ def find_panel_files(meta: dict[str, str], panel: str, *, hostdb: Path) -> Panel
         own_role = config.role_doc_path
     role = meta.get(f"role:{panel}") or own_role
     return PanelFiles(panel, paths, Path(role) if role else None, config)
+
+
+def latest_replay(meta: dict[str, str]) -> str | None:
+    """The most recent replay of any panel, as the header shows it ("eng 2026-12-01 09:14, 3
+    patterns"); None when no panel's instance has one. Blocking (reads sleep/)."""
+    from runtime.memory.replay_write import last_replay
+
+    found = []
+    for key in meta:
+        panel = key.removeprefix("instance:")
+        paths = instance_paths(meta, panel) if key.startswith("instance:") else None
+        replayed = last_replay(paths) if paths is not None else None
+        if replayed is not None:
+            found.append((replayed.at, panel, replayed.patterns))
+    if not found:
+        return None
+    at, panel, patterns = max(found)
+    return f"{panel} {at[:16].replace('T', ' ')}, {patterns} pattern(s)"

@@ -49,6 +49,10 @@ READ_TOOLS = frozenset(
     {
         "Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoRead",
         "BashOutput", "TaskOutput", "ListMcpResourcesTool", "ReadMcpResourceTool",
+        # The panel's own memory, read back.
+        "mcp__mnemara__wiki_read", "mcp__mnemara__wiki_list", "mcp__mnemara__memory_search",
+        "mcp__mnemara__graph_neighbors", "mcp__mnemara__graph_match", "mcp__mnemara__graph_path",
+        "mcp__mnemara__graph_query",
     }
 )  # fmt: skip
 # An MCP tool (`mcp__server__name`) whose name starts so is taken to read.

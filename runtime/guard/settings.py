@@ -19,6 +19,9 @@ DEFAULT_MUTATING_TOOLS = (
     "MultiEdit",
     "NotebookEdit",
     "mcp__mnemara__write_memory",
+    "mcp__mnemara__wiki_write",
+    "mcp__mnemara__graph_add_node",
+    "mcp__mnemara__graph_add_edge",
     "mcp__mnemara__upsert_slot",
 )
 
@@ -26,6 +29,10 @@ DEFAULT_MUTATING_TOOLS = (
 # never progress, and they are invisible to the other calls' repeat and alternation windows.
 DEFAULT_BOOKKEEPING_TOOLS = (
     "mcp__mnemara__write_memory",
+    "mcp__mnemara__wiki_write",
+    "mcp__mnemara__graph_add_node",
+    "mcp__mnemara__graph_add_edge",
+    "mcp__mnemara__memory_index",
     "mcp__mnemara__upsert_slot",
     "mcp__mnemara__log_choice",
     "mcp__mnemara__propose_role_amendment",

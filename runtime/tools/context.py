@@ -14,6 +14,7 @@ from runtime.config import InstanceConfig
 from runtime.debuglog import DebugLog
 from runtime.driver import ToolSpec
 from runtime.home import InstancePaths
+from runtime.memory import Memory, Provenance
 from runtime.store import AsyncTurnStore
 
 
@@ -23,6 +24,9 @@ class ToolContext(Protocol):
     debug: DebugLog
     cwd: Path
     tools: tuple[ToolSpec, ...]
+    memory: Memory
+    # A team's shared wiki and graph (`[team] memory = "shared"`), or None.
+    shared_memory: Memory | None
 
     @property
     def config(self) -> InstanceConfig: ...
@@ -30,6 +34,10 @@ class ToolContext(Protocol):
     @property
     def in_flight_row(self) -> int | None:
         """The input row of the turn being run, or None between turns."""
+        ...
+
+    def provenance(self) -> Provenance:
+        """Who is writing: the panel, its epoch and the turn in flight (stored with each fact)."""
         ...
 
     def update_config(self, **changes: object) -> None:

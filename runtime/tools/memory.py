@@ -1,6 +1,8 @@
 """The agent's durable notes: `write_memory`, `propose_role_amendment` and `log_choice`.
 
-Each writes a file that outlives the rolling window and never changes anything that steers
+`write_memory` writes through the panel's memory (runtime/memory/): the dated note, the wiki
+page a `wiki/<slug>` category names, the search index and the graph. Each writes a file that
+outlives the rolling window and never changes anything that steers
 the agent: a role amendment is a proposal under `role_proposals/` for the operator to read,
 not an edit of the role doc. `log_choice` appends one JSON line to `<instance>/choices.jsonl`.
 """
@@ -8,7 +10,6 @@ not an edit of the role doc. `log_choice` appends one JSON line to `<instance>/c
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import UTC, datetime
 from functools import partial
@@ -18,27 +19,11 @@ from typing import Any
 import anyio.to_thread
 
 from runtime.driver import ToolOutput, ToolSpec
-from runtime.notes import append_note
+from runtime.memory.notes import append_bytes
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
 
-# The original's structured observation, in the order it is written out.
-PAYLOAD_FIELDS = ("observation", "evidence", "prediction", "applies_to", "confidence")
 MAX_CATEGORY = 80
-
-
-def render_payload(text: str, payload: dict[str, Any]) -> str:
-    """A note body: the text, then the payload's known fields, then any others as JSON."""
-    lines = [text.strip()] if text.strip() else []
-    for key in PAYLOAD_FIELDS:
-        if key in payload:
-            value = payload[key]
-            shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-            lines.append(f"**{key}:** {shown}")
-    rest = {k: v for k, v in payload.items() if k not in PAYLOAD_FIELDS}
-    if rest:
-        lines.append("```json\n" + json.dumps(rest, sort_keys=True, ensure_ascii=False) + "\n```")
-    return "\n\n".join(lines)
 
 
 def slug(text: str, words: int = 8) -> str:
@@ -62,12 +47,7 @@ def write_proposal(folder: Path, text: str, rationale: str, severity: str, now: 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
     line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_bytes(path, line)
 
 
 def memory_tools(ctx: ToolContext) -> list[ToolSpec]:
@@ -80,9 +60,12 @@ def memory_tools(ctx: ToolContext) -> list[ToolSpec]:
             return refuse(f"write_memory: category is longer than {MAX_CATEGORY} characters")
         if not a["text"].strip() and not payload:
             return refuse("write_memory: nothing to write (empty text and no payload)")
-        body = render_payload(a["text"], payload) if payload else a["text"]
-        target = await anyio.to_thread.run_sync(partial(append_note, ctx.paths, body, category))
-        return ok(f"noted under '{category}' in {target}")
+        memory = ctx.memory
+        written = await memory.run(
+            memory.remember, a["text"], category, payload or None, ctx.provenance()
+        )
+        where = written.atom.source + (f" and {written.page.source}" if written.page else "")
+        return ok(f"noted under '{category}' in {where}{written.summary()}")
 
     async def propose_role_amendment(a: Args) -> ToolOutput:
         if not a["text"].strip():
@@ -111,8 +94,10 @@ def memory_tools(ctx: ToolContext) -> list[ToolSpec]:
         define(
             "write_memory",
             "Append a note to today's memory file (memory/YYYY-MM-DD.md); it survives window "
-            "eviction. Optionally attach a structured payload (observation, evidence, "
-            "prediction, applies_to, confidence).",
+            "eviction and is indexed for memory_search and linked in the graph when those "
+            "are on. A category 'wiki/<page>' also appends the text to that wiki page. "
+            "Optionally attach a structured payload (observation, evidence, prediction, "
+            "applies_to, confidence).",
             [
                 Param("text", "string", "The note.", required=True),
                 Param("category", "string", "A short label, e.g. insight, todo, decision."),

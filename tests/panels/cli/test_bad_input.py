@@ -38,6 +38,41 @@ USAGE, CONFIG, INSTANCE, STORE, ROLE_DOC, BUS, HOST = 2, 3, 4, 5, 7, 9, 10
 # not there, {bad_toml} a file that is not TOML, {two} a rehearsal script with panels a and
 # b, {bus} the team's bus file. Instance `inst` exists; team `crew` ran once (panel `eng`).
 CASES: dict[str, list[tuple[list[str], int]]] = {
+    "replay": [
+        ([], USAGE),
+        (["-i", "ghost"], INSTANCE),
+        (["-i", "inst", "--days", "0"], USAGE),
+        (["-i", "inst", "--threshold", "x"], USAGE),
+    ],
+    "memory": [([], USAGE), (["nosuch"], USAGE)],
+    "memory search": [
+        ([], USAGE),
+        (["-i", "ghost", "x"], INSTANCE),
+        (["-i", "inst", "x", "-k", "0"], USAGE),
+        (["-i", "inst", "x", "--kind", "manual"], USAGE),
+    ],
+    "memory index": [([], USAGE), (["-i", "ghost"], INSTANCE), (["-i", "../x"], INSTANCE)],
+    "memory reindex": [([], USAGE), (["-i", "ghost"], INSTANCE)],
+    "memory wiki": [([], USAGE), (["nosuch"], USAGE)],
+    "memory wiki ls": [([], USAGE), (["-i", "ghost"], INSTANCE)],
+    "memory wiki show": [
+        ([], USAGE),
+        (["-i", "ghost", "a"], INSTANCE),
+        (["-i", "inst", "no-page"], USAGE),
+        (["-i", "inst", "Bad_Slug"], 1),
+    ],
+    "memory graph": [([], USAGE), (["nosuch"], USAGE)],
+    "memory graph query": [
+        ([], USAGE),
+        (["-i", "inst", "CREATE (n:Node {id: 'x'})"], 8),
+        (["-i", "ghost", "MATCH (n) RETURN n"], INSTANCE),
+    ],
+    "memory graph rebuild": [([], USAGE), (["-i", "ghost"], INSTANCE)],
+    "memory quarantine": [
+        ([], USAGE),
+        (["-t", "../x"], USAGE),
+        (["-t", "crew", "--release", "x"], USAGE),
+    ],
     "init": [
         ([], USAGE),
         (["-i", "../x"], INSTANCE),
@@ -236,6 +271,15 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
 
 # One command line per command that would be fine but for MNEMARA_HOME being a file.
 FINE_BUT_FOR_HOME: dict[str, list[str]] = {
+    "replay": ["-i", "inst"],
+    "memory search": ["-i", "inst", "x"],
+    "memory index": ["-i", "inst"],
+    "memory reindex": ["-i", "inst"],
+    "memory wiki ls": ["-i", "inst"],
+    "memory wiki show": ["-i", "inst", "a"],
+    "memory graph query": ["-i", "inst", "MATCH (n) RETURN n"],
+    "memory graph rebuild": ["-i", "inst"],
+    "memory quarantine": ["-t", "crew"],
     "init": ["-i", "x"],
     "list": [],
     "show": ["-i", "inst"],
@@ -293,7 +337,8 @@ def test_every_command_has_bad_inputs() -> None:
     paths = command_paths()
     assert "bus send" in paths and "claude" in paths
     assert sorted(CASES) == paths, "add bad inputs for the new command to CASES"
-    assert sorted(FINE_BUT_FOR_HOME) == [p for p in paths if p != "bus"]
+    groups = ("bus", "memory", "memory wiki", "memory graph")
+    assert sorted(FINE_BUT_FOR_HOME) == [p for p in paths if p not in groups]
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from panels.hostdb import catalogue as ev
 from panels.hostdb import schema as hostdb_schema
 from panels.ui.app import make_app
 from panels.ui.lines import BusActivity, header_line, status_line, tokens
+from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import open_tail
 from tests.panels.ui.conftest import until
 
@@ -48,6 +50,25 @@ def test_the_team_bar_sums_spend_against_the_budget_and_counts_the_bus() -> None
                     "bus 2 sent, 2 delivered, 1 dead · 1 approval(s) waiting")  # fmt: skip
     bare = header_line({"team": "crew"}, running=False, panels=0)
     assert bare == "team crew · host stopped · 0 panel(s) · spent $0.00"
+
+
+def test_the_header_shows_the_latest_replay_of_any_panel(tmp_path: Path) -> None:
+    meta = {"team": "crew", "instance:a": str(tmp_path / "a"), "instance:b": str(tmp_path / "b")}
+    assert latest_replay(meta) is None
+    for panel, at, patterns in (("a", "2026-12-01T09:14:03+00:00", 3),
+                                ("b", "2026-11-30T10:00:00+00:00", 5)):  # fmt: skip
+        record = {"at": at, "mode": "apply", "days": 7, "threshold": 3, "atoms": 9,
+                  "patterns": patterns, "proposals": 1, "archived": 0, "amendments": 0,
+                  "digest": "sleep/x.md"}  # fmt: skip
+        (tmp_path / panel / "sleep").mkdir(parents=True)
+        (tmp_path / panel / "sleep" / "last_replay.json").write_text(json.dumps(record))
+    (tmp_path / "c" / "sleep").mkdir(parents=True)
+    (tmp_path / "c" / "sleep" / "last_replay.json").write_text("{not json")
+    meta["instance:c"] = str(tmp_path / "c")
+    shown = latest_replay(meta)
+    assert shown == "a 2026-12-01 09:14, 3 pattern(s)"
+    line = header_line(meta, running=True, panels=3, replay=shown)
+    assert line.endswith(" · replay a 2026-12-01 09:14, 3 pattern(s)")
 
 
 def version_3_file(path: Path) -> None:

@@ -35,9 +35,9 @@ async def test_write_memory_appends_a_note_with_its_payload(
         out = results(await run(s, "remember this"))
     (note,) = list(instance.memory.glob("*.md"))
     text = note.read_text(encoding="utf-8")
-    assert "] insight\n\nCache note" in text
+    assert "] insight\n<!-- panel=t1 epoch=0 turn=1 -->\n\nCache note" in text
     assert "**observation:** the cache misses after /evict" in text
-    assert "**applies_to:** prompt, window" in text
+    assert "**applies_to:**\n- prompt\n- window\n" in text
     assert '"source": "turn 4"' in text
     assert not out["c0"].is_error and "noted under 'insight'" in out["c0"].content
 

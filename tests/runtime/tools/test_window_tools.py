@@ -40,6 +40,9 @@ async def test_every_tool_has_a_typed_schema(instance: InstancePaths, approver: 
         "inspect_context", "tune_window", "evict_last", "evict_ids", "evict_since",
         "evict_older_than", "mark_segment", "evict_thinking_blocks", "evict_tool_use_blocks",
         "evict_write_pairs", "propose_role_amendment", "log_choice",
+        "wiki_read", "wiki_write", "wiki_list", "memory_search", "memory_index",
+        "graph_add_node", "graph_add_edge", "graph_neighbors", "graph_match", "graph_path",
+        "graph_query",
     }  # fmt: skip
     assert set(tools) == expected
     props = {name: t.input_schema["properties"] for name, t in tools.items()}
@@ -140,7 +143,7 @@ async def test_inspect_context_says_where_tokens_go_and_what_was_spent(
     text = out["c0"].content
     for part in (
         "role doc (system prompt)",
-        "mnemara tool schemas (18 tools)",
+        "mnemara tool schemas (29 tools)",
         "pinned rows (0)",
         "slots (1)",
         "window rows",

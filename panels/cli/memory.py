@@ -1,0 +1,356 @@
+"""`mnemara memory`: search, index, wiki pages and the graph of one instance, from a shell.
+
+Commands that write (index, reindex, graph rebuild) hold the instance's lease, so they refuse
+an instance a running host is using. search and the wiki commands only read: LanceDB readers
+may run beside a writing process (150 searches beside a writer's 757 upserts, no error). The
+graph engines lock their file against a second read-write open, and the host keeps its graph
+open; an open from here could also make the host's first open fail, so `graph query` takes
+the lease for the moment it reads and says plainly when a host holds the instance.
+
+Text read from memory is untrusted: every hidden character is shown as an escape.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from panels.cli.errors import EXIT_INSTANCE, EXIT_USAGE, fail, reports_errors
+from panels.cli.instances import hold_instance
+from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
+
+if TYPE_CHECKING:
+    from runtime.home import InstancePaths
+    from runtime.memory import Memory
+
+APP_SETTINGS = {
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": HELP_OPTIONS,
+}
+memory_app = typer.Typer(
+    help="Search and maintain an instance's memory: notes, wiki pages, the index and the graph.",
+    **APP_SETTINGS,  # type: ignore[arg-type]
+)
+wiki_app = typer.Typer(help="List and read wiki pages.", **APP_SETTINGS)  # type: ignore[arg-type]
+graph_app = typer.Typer(help="Query and rebuild the graph.", **APP_SETTINGS)  # type: ignore[arg-type]
+memory_app.add_typer(wiki_app, name="wiki")
+memory_app.add_typer(graph_app, name="graph")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+KINDS = ("note", "wiki")
+PREVIEW_CHARS = 100
+
+
+@contextmanager
+def opened(
+    instance: str, lease: tuple[str, str] | None = None
+) -> Iterator[tuple[InstancePaths, Memory]]:
+    """The instance's memory for one command, its engines closed at the end.
+
+    With `lease` (command, action) the instance is leased first and let go last, after the
+    engines are closed: a host starting meanwhile never finds the graph's file locked.
+    """
+    from runtime.config import load_config
+    from runtime.home import InstancePaths
+    from runtime.memory import open_memory
+
+    paths = InstancePaths.for_name(instance).require()
+    with ExitStack() as stack:
+        if lease is not None:
+            stack.enter_context(hold_instance(paths, *lease))
+        yield paths, stack.enter_context(open_memory(paths, load_config(paths.config)))
+
+
+def shown(text: str, limit: int | None = None) -> str:
+    """Untrusted text on one line, cut to `limit`, hidden characters escaped."""
+    from runtime.policy.display import escape_for_display
+
+    line = " ".join(text.split())
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 1] + "…"
+    return escape_for_display(line)
+
+
+def shown_page(text: str) -> str:
+    """A page's lines as written, each with its hidden characters escaped."""
+    from runtime.policy.display import escape_for_display
+
+    lines = text.split("\n")
+    return "\n".join(
+        escape_for_display(line.removesuffix("\r").replace("\t", "    ")) for line in lines
+    )
+
+
+@memory_app.command(cls=Command)
+@reports_errors
+def search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What to look for, in words.")],
+    instance: InstanceOpt,
+    k: Annotated[
+        int,
+        typer.Option("-k", metavar="N", min=1, max=100, help="How many results (1-100)."),
+    ] = 5,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", metavar="note|wiki", help="Only notes, or only wiki pages."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The notes and wiki pages nearest in meaning to QUERY; score 1 is the same meaning."""
+    if kind is not None and kind not in KINDS:
+        raise fail(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}", EXIT_USAGE)
+    with opened(instance) as (_, memory):
+        index = memory.index()
+        empty = index.count() == 0
+        hits = [] if empty else index.search(query, k, kind=kind)
+    if as_json:
+        items = [
+            {
+                "source": hit.source,
+                "kind": hit.kind,
+                "category": hit.category,
+                "score": round(hit.score, 3),
+                "text": hit.text,
+            }
+            for hit in hits
+        ]
+        typer.echo(json.dumps(items, ensure_ascii=False))
+        return
+    if empty:
+        typer.echo(f"(the search index is empty: run `mnemara memory index --instance {instance}`)")
+    elif not hits:
+        typer.echo("(no match)")
+    for hit in hits:
+        typer.echo(
+            f"{hit.score:.3f}  {hit.kind:<4}  {shown(hit.source)}  {shown(hit.text, PREVIEW_CHARS)}"
+        )
+
+
+@memory_app.command(cls=Command)
+@reports_errors
+def index(instance: InstanceOpt) -> None:
+    """Bring the search index up to date with the notes and wiki (only changes are embedded)."""
+    from runtime.memory.memory import sync_index
+    from runtime.memory.progress import progress_bar
+
+    with opened(instance, ("memory index", "index it")) as (_, memory):
+        bar = progress_bar(0, "indexing")
+        try:
+            synced = sync_index(memory, bar)
+        finally:
+            bar.close()
+    typer.echo(str(synced))
+
+
+@memory_app.command(cls=Command)
+@reports_errors
+def reindex(instance: InstanceOpt) -> None:
+    """Drop the search index and build it again from notes and wiki with the configured
+    embedder (needed after changing rag_embed_url or rag_embed_model)."""
+    from runtime.memory.memory import sync_index
+    from runtime.memory.migrate import drop_index
+    from runtime.memory.progress import progress_bar
+
+    with opened(instance, ("memory reindex", "reindex it")) as (paths, memory):
+        if not memory.config.rag_enabled:
+            memory.index()  # raises: search is off, said the house way
+        drop_index(paths.index)
+        bar = progress_bar(0, "indexing")
+        try:
+            synced = sync_index(memory, bar)
+        finally:
+            bar.close()
+    typer.echo(f"reindexed: {synced.added} atoms embedded")
+
+
+@wiki_app.command("ls", cls=Command)
+@reports_errors
+def wiki_ls(
+    instance: InstanceOpt,
+    prefix: Annotated[
+        str, typer.Argument(metavar="PREFIX", help="Only pages whose name starts with it.")
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """List the wiki pages, sorted by name."""
+    with opened(instance) as (_, memory):
+        slugs = memory.wiki.pages(prefix)
+    if as_json:
+        typer.echo(json.dumps(slugs, ensure_ascii=False))
+        return
+    if not slugs:
+        typer.echo(f"(no wiki pages under {shown(prefix)!r})" if prefix else "(no wiki pages)")
+    for slug in slugs:
+        typer.echo(slug)
+
+
+@wiki_app.command("show", cls=Command)
+@reports_errors
+def wiki_show(
+    slug: Annotated[str, typer.Argument(metavar="SLUG", help="The page, e.g. deploy/checklist.")],
+    instance: InstanceOpt,
+) -> None:
+    """Print one wiki page."""
+    with opened(instance) as (_, memory):
+        text = memory.wiki.read(slug)
+    if text is None:
+        raise fail(
+            f"no wiki page {shown(slug)!r} in instance {instance!r}; "
+            f"`mnemara memory wiki ls --instance {instance}` lists them",
+            EXIT_USAGE,
+        )
+    typer.echo(shown_page(text.rstrip("\n")))
+
+
+@graph_app.command("query", cls=Command)
+@reports_errors
+def graph_query(
+    cypher: Annotated[
+        str, typer.Argument(metavar="CYPHER", help="A read-only Cypher query (MATCH ... RETURN).")
+    ],
+    instance: InstanceOpt,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a read-only Cypher query on the graph (anything that writes is refused)."""
+    from runtime.lease import InstanceLeasedError
+    from runtime.policy.cypher import require_read_only
+
+    require_read_only(cypher)  # refused before anything is opened
+    try:
+        with opened(instance, ("memory graph query", "query its graph")) as (_, memory):
+            result = memory.graph().query(cypher)
+    except InstanceLeasedError as exc:
+        raise fail(
+            f"the graph is open in {exc.owner.describe()}, which holds instance {instance!r}; "
+            "query it from a panel (the graph_query tool), or stop the host and retry",
+            EXIT_INSTANCE,
+        ) from None
+    if as_json:
+        typer.echo(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
+        return
+    typer.echo("\t".join(shown(column) for column in result.columns))
+    for row in result.rows:
+        typer.echo("\t".join(shown(_cell(row.get(column))) for column in result.columns))
+    if not result.rows:
+        typer.echo("(no rows)")
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@graph_app.command("rebuild", cls=Command)
+@reports_errors
+def graph_rebuild(instance: InstanceOpt) -> None:
+    """Clear the graph and build it again from the notes and wiki pages.
+
+    A graph file the engine cannot open (corrupt, or another engine's) is set aside, never
+    deleted, and an empty graph is built in its place.
+    """
+    from runtime.errors import EngineUnavailableError
+
+    try:
+        with opened(instance, ("memory graph rebuild", "rebuild its graph")) as (_, memory):
+            counts = rebuild(memory)
+    except EngineUnavailableError as exc:
+        if exc.store != "graph" or exc.path is None or not exc.path.is_file():
+            raise
+        typer.echo(f"mnemara: set the unreadable graph aside as {set_aside(exc.path)}", err=True)
+        with opened(instance, ("memory graph rebuild", "rebuild its graph")) as (_, memory):
+            counts = rebuild(memory)
+    notes, pages, nodes, edges = counts
+    typer.echo(
+        f"graph rebuilt from {notes} notes and {pages} wiki pages: {nodes} nodes, {edges} edges"
+    )
+
+
+def rebuild(memory: Memory) -> tuple[int, int, int, int]:
+    """(notes, pages, nodes, edges) after linking every note and page into a cleared graph."""
+    from runtime.memory.linking import rebuild_graph
+    from runtime.memory.progress import progress_bar
+
+    graph = memory.graph()
+    notes, pages = memory.notes.atoms(), memory.wiki.atoms()
+    bar = progress_bar(len(notes) + len(pages), "linking")
+    try:
+        nodes, edges = rebuild_graph(graph, notes, pages, bar)
+    finally:
+        bar.close()
+    return len(notes), len(pages), nodes, edges
+
+
+def set_aside(database: Path) -> Path:
+    """Rename a graph file and its companions (`.wal`, ...) to `<name>.broken-<time>`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for companion in sorted(database.parent.glob(f"{database.name}.*")):
+        if ".broken-" not in companion.name:
+            companion.rename(
+                companion.with_name(
+                    f"{database.name}.broken-{stamp}{companion.name[len(database.name) :]}"
+                )
+            )
+    kept = database.with_name(f"{database.name}.broken-{stamp}")
+    database.rename(kept)
+    return kept
+
+
+@memory_app.command("quarantine", cls=Command)
+@reports_errors
+def quarantine(
+    team: TeamOpt,
+    release: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--release",
+            metavar="PANEL:EPOCH:TURN",
+            help="Lift one turn's quarantine (repeatable); --release-all lifts every one.",
+        ),
+    ] = None,
+    release_all: Annotated[
+        bool, typer.Option("--release-all", help="Lift every quarantine of the team.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List (or release) the halted turns whose writes to the team's shared memory are held.
+
+    A turn the host halted keeps what it wrote to the team wiki and graph, marked, and out of
+    search, until it is released here.
+    """
+    from panels.cli.teams import team_state
+    from runtime.memory.quarantine import Quarantine, parse_key, show_key
+
+    name, state = team_state(team)
+    ledger = Quarantine(state / "memory" / "quarantine.jsonl")
+    entries = ledger.entries()
+    wanted = [entry.key for entry in entries] if release_all else []
+    for text in release or []:
+        try:
+            wanted.append(parse_key(text))
+        except ValueError:
+            raise fail(
+                f"--release takes PANEL:EPOCH:TURN as listed by this command, not {text!r}",
+                EXIT_USAGE,
+            ) from None
+    for key in wanted:
+        if not ledger.release(key):
+            raise fail(f"{show_key(key)} is not quarantined in team {name!r}", EXIT_USAGE)
+        typer.echo(f"released {show_key(key)}: its writes are searchable again")
+    if wanted:
+        return
+    if as_json:
+        shown_entries = [{"turn": show_key(e.key), "reason": e.reason, "at": e.at} for e in entries]
+        typer.echo(json.dumps(shown_entries, ensure_ascii=False))
+        return
+    if not entries:
+        typer.echo(f"team {name!r}: nothing quarantined")
+    for entry in entries:
+        typer.echo(f"{show_key(entry.key)}\t{entry.at}\t{shown(entry.reason)}")

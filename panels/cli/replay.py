@@ -1,0 +1,181 @@
+"""`mnemara replay`: the consolidation pass over recent notes; a dry run unless --apply."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.instances import hold_instance
+from panels.cli.options import InstanceOpt
+
+if TYPE_CHECKING:
+    from runtime.memory.protocols import GraphStore
+    from runtime.memory.replay import ReplayPlan
+    from runtime.memory.replay_write import ReplayResult
+
+
+@reports_errors
+def replay(
+    instance: InstanceOpt,
+    days: Annotated[
+        int | None,
+        typer.Option(
+            "--days",
+            metavar="N",
+            help="Notes of the last N days (default: the policy doc, else replay_default_days).",
+        ),
+    ] = None,
+    threshold: Annotated[
+        int | None,
+        typer.Option(
+            "--threshold",
+            metavar="N",
+            help="Notes a pattern needs (default: the policy doc, else replay_default_threshold).",
+        ),
+    ] = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Write the drafts, archives and digest.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Find recurring patterns in recent notes: draft wiki proposals and role amendments,
+    archive near-duplicates (restorable), write a digest in sleep/. Dry run unless --apply."""
+    from datetime import UTC, datetime
+
+    from runtime.config import load_config
+    from runtime.errors import EngineUnavailableError
+    from runtime.home import InstancePaths
+    from runtime.memory.embed import build_embedder
+    from runtime.memory.notes import FileNotes
+    from runtime.memory.progress import progress_bar
+    from runtime.memory.replay import (
+        DAYS_RANGE,
+        THRESHOLD_RANGE,
+        load_policy,
+        open_graph_read_only,
+        plan_replay,
+        policy_path,
+    )
+    from runtime.memory.replay_write import apply_replay
+    from runtime.memory.wiki import FileWiki
+
+    paths = InstancePaths.for_name(instance).require()
+    config = load_config(paths.config)
+    policy = load_policy(*policy_path(paths.root, config.replay_policy_path))
+    days = days if days is not None else policy.days or config.replay_default_days
+    threshold = (
+        threshold if threshold is not None else policy.threshold or config.replay_default_threshold
+    )
+    for name, value, (low, high) in (
+        ("--days", days, DAYS_RANGE),
+        ("--threshold", threshold, THRESHOLD_RANGE),
+    ):
+        if not low <= value <= high:
+            raise fail(f"{name} {value} is out of range; give {low} to {high}", EXIT_USAGE)
+    lease: AbstractContextManager[Any] = (
+        hold_instance(paths, "replay", "replay into it") if apply else nullcontext()
+    )
+    with lease:
+        embedder = build_embedder(config)
+        graph: GraphStore | None = None
+        skipped = "the graph is off (graph_enabled is false in config.json)"
+        if config.graph_enabled:
+            try:
+                graph = open_graph_read_only(paths.graph, config.graph_engine)
+                skipped = "no graph yet (nothing has been linked)"
+            except EngineUnavailableError as exc:
+                skipped = str(exc)
+        notes = FileNotes(paths.memory)
+        bar = progress_bar(0, "embedding notes")
+        try:
+            plan = plan_replay(
+                notes,
+                FileWiki(paths.wiki),
+                embedder.embed,
+                graph,
+                days=days,
+                threshold=threshold,
+                now=datetime.now(UTC),
+                progress=bar,
+                graph_skipped=skipped,
+            )
+        finally:
+            bar.close()
+            if graph is not None:
+                graph.close()
+        result = apply_replay(plan, notes, paths) if apply else None
+    remarks = list(policy.problems)
+    if as_json:
+        typer.echo(json.dumps(plan_json(plan, result, remarks), indent=2))
+        return
+    for line in describe(plan, result, remarks):
+        typer.echo(line)
+
+
+def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> dict[str, Any]:
+    return {
+        "mode": "apply" if result else "dry-run",
+        "at": plan.at.isoformat(timespec="seconds"),
+        "days": plan.days,
+        "threshold": plan.threshold,
+        "atoms": plan.atoms,
+        "pages": plan.pages,
+        "patterns": [
+            {
+                "members": [atom.source for atom in pattern.members],
+                "representative": pattern.representative.source,
+                "spread": pattern.spread,
+                "covered_by": pattern.covered_by,
+                "entities": [list(entity) for entity in pattern.entities],
+                "proposal": pattern.proposal,
+                "amendment": pattern.amendment,
+            }
+            for pattern in plan.patterns
+        ],
+        "duplicates": [
+            {"keep": d.keep, "archive": d.drop, "distance": round(d.distance, 4)}
+            for d in plan.duplicates
+        ],
+        "digest": plan.digest,
+        "written": [str(path) for path in result.written] if result else [],
+        "remarks": [*remarks, *plan.remarks],
+    }
+
+
+def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
+    """The plan as a person reads it, then what was written (or that nothing was)."""
+    lines = [
+        f"replay of {plan.atoms} notes from the last {plan.days} days "
+        f"(threshold {plan.threshold}, {plan.pages} wiki pages compared): "
+        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'}"
+    ]
+    for i, pattern in enumerate(plan.patterns, 1):
+        text = " ".join(pattern.representative.text.split())[:100]
+        lines.append(f"  {i}. {len(pattern.members)} notes: {text}")
+        if pattern.covered_by:
+            lines.append(f"     already covered by {pattern.covered_by}")
+        else:
+            lines.append(f"     wiki proposal: {pattern.proposal}")
+        if pattern.amendment:
+            lines.append(f"     role amendment: {pattern.amendment}")
+        if pattern.entities:
+            refs = ", ".join(f"{ref} ({count})" for ref, count in pattern.entities)
+            lines.append(f"     entities: {refs}")
+    for duplicate in plan.duplicates:
+        lines.append(
+            f"  archive {duplicate.drop} (near-duplicate of {duplicate.keep}, "
+            f"distance {duplicate.distance:.3f})"
+        )
+    lines += [f"  note: {remark}" for remark in [*remarks, *plan.remarks]]
+    if result is None:
+        lines.append(f"dry run: nothing written; add --apply to write them and {plan.digest}")
+    else:
+        lines.append(
+            f"wrote {len(result.written)} files ({len(result.unchanged)} already up to date), "
+            f"archived {len(result.archived)} notes; digest {result.digest}"
+        )
+    return lines

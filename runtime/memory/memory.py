@@ -1,0 +1,304 @@
+"""One instance's memory: notes and wiki always, the search index and the graph when they can be.
+
+`open_memory` gives a `Memory` whose engines open on first use, so a session that never
+searches or links never imports LanceDB, the embedder or the graph engine. An engine that is
+switched off, missing or broken raises EngineUnavailableError with one message, kept for the
+life of the `Memory` and logged once; notes and the wiki go on working without it.
+
+`remember` and `write_page` are the write-to-all paths of `write_memory` and `wiki_write`:
+the note or page first (it is the record), then the index and the graph as the config
+allows. A failure after the record is reported back, never raised: the write happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from runtime.config import InstanceConfig
+from runtime.debuglog import DebugLog
+from runtime.errors import EngineUnavailableError
+from runtime.home import InstancePaths
+from runtime.memory.model import Atom, Provenance
+from runtime.memory.notes import FileNotes
+from runtime.memory.protocols import (
+    GraphStore,
+    NoteStore,
+    Progress,
+    VectorIndex,
+    WikiMode,
+    WikiStore,
+)
+from runtime.memory.quarantine import Key, Quarantine
+from runtime.memory.wiki import FileWiki
+
+T = TypeVar("T")
+IndexOpener = Callable[[], VectorIndex]
+GraphOpener = Callable[[], GraphStore]
+
+
+@dataclass
+class Written:
+    """What a write reached: the record (note or page), then the index and the graph."""
+
+    atom: Atom
+    page: Atom | None = None
+    indexed: bool = False
+    linked: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        reached = ["search index"] * self.indexed + ["graph"] * self.linked
+        text = f" (also in the {' and '.join(reached)})" if reached else ""
+        return text + "".join(f"; {problem}" for problem in self.problems)
+
+
+class Memory:
+    def __init__(
+        self,
+        *,
+        notes: NoteStore,
+        wiki: WikiStore,
+        config: InstanceConfig,
+        open_index: IndexOpener,
+        open_graph: GraphOpener,
+        debug: DebugLog | None = None,
+        quarantine: Quarantine | None = None,
+    ) -> None:
+        self.notes = notes
+        self.wiki = wiki
+        self.config = config
+        self.debug = debug
+        self._open_index = open_index
+        self._open_graph = open_graph
+        self._index: VectorIndex | None = None
+        self._graph: GraphStore | None = None
+        self._broken: dict[str, EngineUnavailableError] = {}
+        # A team's shared memory: what a halted turn wrote stays out of search until released.
+        self.quarantine = quarantine
+        self._quarantine_seen: frozenset[Key] | None = None
+        # One engine call at a time per instance: neither engine is promised to be
+        # thread-safe, and worker threads differ from call to call.
+        self.limiter = anyio.CapacityLimiter(1)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking memory call in a worker thread, after any other one of this memory."""
+        return await anyio.to_thread.run_sync(partial(fn, *args), limiter=self.limiter)
+
+    # -- engines, opened on first use ---------------------------------------------------------
+
+    def index(self) -> VectorIndex:
+        if self._index is None:
+            if not self.config.rag_enabled:
+                raise EngineUnavailableError(
+                    "search is off (rag_enabled is false in config.json)", store="index"
+                )
+            self._index = self._opened("index", self._open_index)
+        if self.quarantine is not None and self._quarantine_seen != frozenset(
+            self.quarantine.keys()
+        ):
+            self._quarantine_seen = frozenset(self.quarantine.keys())
+            sync_index(self)  # a turn was quarantined or released since the last look
+        return self._index
+
+    def indexable(self, atom: Atom) -> Atom:
+        """The atom as search may see it: a quarantined wiki section masked."""
+        if self.quarantine is not None and atom.kind == "wiki":
+            return replace(atom, text=self.quarantine.mask(atom.text))
+        return atom
+
+    def graph(self) -> GraphStore:
+        if self._graph is None:
+            if not self.config.graph_enabled:
+                raise EngineUnavailableError(
+                    "the graph is off (graph_enabled is false in config.json)", store="graph"
+                )
+            self._graph = self._opened("graph", self._open_graph)
+        return self._graph
+
+    def _opened(self, store: str, opener: Callable[[], T]) -> T:
+        if store in self._broken:
+            raise self._broken[store]
+        try:
+            return opener()
+        except EngineUnavailableError as exc:
+            failure = exc
+        except Exception as exc:  # an engine's own error on open: same outcome, one message
+            failure = EngineUnavailableError(f"{store} unavailable: {exc}", store=store)
+        self._broken[store] = failure
+        if self.debug is not None:
+            self.debug.write(
+                "warning", "memory_engine_unavailable", store=store, error=str(failure)
+            )
+        raise failure
+
+    def close(self) -> None:
+        for engine in (self._index, self._graph):
+            if engine is not None:
+                engine.close()
+        self._index = self._graph = None
+
+    # -- write to all ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        category: str = "note",
+        payload: Mapping[str, Any] | None = None,
+        provenance: Provenance | None = None,
+    ) -> Written:
+        """`write_memory`: the note; the wiki page when the category is `wiki/<slug>`; the
+        index; the graph."""
+        note = self.notes.append(text, category, payload, provenance)
+        written = Written(note)
+        if category.startswith("wiki/"):
+            written.page = self.wiki.write(
+                category.removeprefix("wiki/"), note.text, "append", provenance
+            )
+        if self.config.rag_auto_index_memory:
+            self._index_atoms(written, [note])
+        if written.page is not None and self.config.rag_auto_index_wiki:
+            self._index_atoms(written, [self.indexable(written.page)])
+        self._link(written, note, written.page)
+        return written
+
+    def write_page(
+        self, slug: str, text: str, mode: WikiMode = "append", provenance: Provenance | None = None
+    ) -> Written:
+        """`wiki_write`: the page, then the index and the graph."""
+        page = self.wiki.write(slug, text, mode, provenance)
+        written = Written(page, page=page)
+        if self.config.rag_auto_index_wiki:
+            self._index_atoms(written, [self.indexable(page)])
+        self._link(written, None, page)
+        return written
+
+    def _index_atoms(self, written: Written, atoms: list[Atom]) -> None:
+        try:
+            self.index().upsert(atoms)
+            written.indexed = True
+        except Exception as exc:  # the record is written; a failed extra is reported, not raised
+            written.problems.append(f"not indexed: {exc}")
+
+    def _link(self, written: Written, note: Atom | None, page: Atom | None) -> None:
+        from runtime.memory.linking import link_note, link_page
+
+        try:
+            graph = self.graph()
+            if note is not None:
+                link_note(graph, note)
+            if page is not None:
+                link_page(graph, page)
+            written.linked = True
+        except Exception as exc:  # as above: the record stands
+            written.problems.append(f"not linked in the graph: {exc}")
+
+
+@dataclass(frozen=True)
+class Synced:
+    """What `sync_index` did: embedded new or changed atoms, dropped rows whose source is gone."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.added} added, {self.updated} updated, {self.removed} removed, "
+            f"{self.unchanged} unchanged"
+        )
+
+
+def sync_index(memory: Memory, progress: Progress | None = None) -> Synced:
+    """Bring the index up to date with the notes and wiki pages (only changes are embedded)."""
+    index = memory.index()
+    notes = memory.notes.atoms()
+    atoms = [*notes, *(memory.indexable(page) for page in memory.wiki.atoms())]
+    known = index.digests()
+    changed = [atom for atom in atoms if known.get(atom.source) != atom.digest()]
+    added = sum(1 for atom in changed if atom.source not in known)
+    if changed:
+        index.upsert(changed, progress)
+    live = {atom.source for atom in atoms}
+    gone = [source for source in known if source not in live]
+    if gone:
+        index.delete(gone)
+    if memory.quarantine is not None:
+        held = [note.source for note in notes if memory.quarantine.holds(note.provenance)]
+        index.set_quarantined([n.source for n in notes if n.source not in set(held)], False)
+        index.set_quarantined(held, True)
+    return Synced(added, len(changed) - added, len(gone), len(atoms) - len(changed))
+
+
+def engine_openers(
+    paths: InstancePaths | Path, config: InstanceConfig
+) -> tuple[IndexOpener, GraphOpener]:
+    """The real engines for a memory root (an instance, or a team's shared memory)."""
+    root = paths.root if isinstance(paths, InstancePaths) else paths
+    name = paths.name if isinstance(paths, InstancePaths) else None
+
+    def open_index() -> VectorIndex:
+        from runtime.memory.embed import build_embedder
+        from runtime.memory.lance import open_lance_index
+
+        embedder = build_embedder(config)
+        # Embed once now: an unreachable or broken embedder is reported when search is first
+        # used, not as "no matches" from an index that could not take the note.
+        embedder.embed(["mnemara"])
+        return open_lance_index(root / "index", embedder)
+
+    def open_graph() -> GraphStore:
+        from runtime.memory.graph import open_graph as open_engine
+
+        return open_engine(root / "graph", config.graph_engine, instance=name)
+
+    return open_index, open_graph
+
+
+@contextmanager
+def open_memory(
+    paths: InstancePaths, config: InstanceConfig, debug: DebugLog | None = None
+) -> Iterator[Memory]:
+    """An instance's memory; engines opened inside the block are closed when it ends."""
+    open_index, open_graph = engine_openers(paths, config)
+    memory = Memory(
+        notes=FileNotes(paths.memory),
+        wiki=FileWiki(paths.wiki),
+        config=config,
+        open_index=open_index,
+        open_graph=open_graph,
+        debug=debug,
+    )
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+@contextmanager
+def open_shared_memory(root: Path, debug: DebugLog | None = None) -> Iterator[Memory]:
+    """A team's shared memory under `root` (`<home>/_teams/<team>/memory`): its wiki, graph
+    and index, with the default engines, and the team's quarantine ledger."""
+    config = InstanceConfig()
+    open_index, open_graph = engine_openers(root, config)
+    memory = Memory(
+        notes=FileNotes(root / "memory"),
+        wiki=FileWiki(root / "wiki"),
+        config=config,
+        open_index=open_index,
+        open_graph=open_graph,
+        debug=debug,
+        quarantine=Quarantine(root / "quarantine.jsonl"),
+    )
+    try:
+        yield memory
+    finally:
+        memory.close()

@@ -1,0 +1,79 @@
+"""The values memory deals in: atoms (what is remembered), search hits, graph nodes, provenance.
+
+An atom is one unit of memory with a stable `source` key: a note block
+(`memory/2026-12-01.md#3f2a9c0b1d7e`), a wiki page (`wiki/deploy/checklist`) or a manual
+index entry (`manual/<id>`). The index upserts by source, so a page written twice is one row;
+replay and quarantine name atoms by source too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+AtomKind = Literal["note", "wiki", "manual"]
+ATOM_KINDS: tuple[AtomKind, ...] = ("note", "wiki", "manual")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who wrote a fact: the panel, its epoch (host restarts of the panel) and the turn's row id."""
+
+    panel: str
+    epoch: int = 0
+    turn: int | None = None
+
+    def render(self) -> str:
+        turn = "-" if self.turn is None else str(self.turn)
+        return f"panel={self.panel} epoch={self.epoch} turn={turn}"
+
+
+@dataclass(frozen=True)
+class Atom:
+    source: str
+    kind: AtomKind
+    text: str
+    category: str = ""
+    written_at: str = ""  # ISO 8601 as written in the file ("" when unknown)
+    payload: dict[str, Any] = field(default_factory=dict)
+    provenance: Provenance | None = None
+
+    def digest(self) -> str:
+        """A hash of what the index embeds: an unchanged atom is not embedded again."""
+        return hashlib.sha256(f"{self.kind}\0{self.category}\0{self.text}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result. `distance` is LanceDB's cosine distance: 0 same, 1 unrelated, 2 opposite."""
+
+    source: str
+    kind: str
+    text: str
+    category: str
+    distance: float
+
+    @property
+    def score(self) -> float:
+        """Cosine similarity, 1 - distance: 1 is the same meaning."""
+        return 1.0 - self.distance
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    label: str
+    properties: dict[str, Any]
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+
+def note_source(day_file: str, block: str) -> str:
+    """The stable source of a note block: its file name and a hash of the block as written."""
+    return f"memory/{day_file}#{hashlib.sha256(block.encode()).hexdigest()[:12]}"
