@@ -52,14 +52,8 @@ def replay(
     from runtime.memory.embed import build_embedder
     from runtime.memory.notes import FileNotes
     from runtime.memory.progress import progress_bar
-    from runtime.memory.replay import (
-        DAYS_RANGE,
-        THRESHOLD_RANGE,
-        load_policy,
-        open_graph_read_only,
-        plan_replay,
-        policy_path,
-    )
+    from runtime.memory.replay import open_graph_read_only, plan_replay
+    from runtime.memory.replay_policy import DAYS_RANGE, THRESHOLD_RANGE, load_policy, policy_path
     from runtime.memory.replay_write import apply_replay
     from runtime.memory.wiki import FileWiki
 

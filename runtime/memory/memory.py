@@ -37,6 +37,7 @@ from runtime.memory.protocols import (
     WikiStore,
 )
 from runtime.memory.quarantine import Key, Quarantine
+from runtime.memory.slugs import check_slug
 from runtime.memory.wiki import FileWiki
 
 T = TypeVar("T")
@@ -156,12 +157,12 @@ class Memory:
     ) -> Written:
         """`write_memory`: the note; the wiki page when the category is `wiki/<slug>`; the
         index; the graph."""
+        # A bad page name is refused before anything is written: no note without its page.
+        slug = check_slug(category.removeprefix("wiki/")) if category.startswith("wiki/") else None
         note = self.notes.append(text, category, payload, provenance)
         written = Written(note)
-        if category.startswith("wiki/"):
-            written.page = self.wiki.write(
-                category.removeprefix("wiki/"), note.text, "append", provenance
-            )
+        if slug is not None:
+            written.page = self.wiki.write(slug, note.text, "append", provenance)
         if self.config.rag_auto_index_memory:
             self._index_atoms(written, [note])
         if written.page is not None and self.config.rag_auto_index_wiki:

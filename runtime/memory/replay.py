@@ -28,7 +28,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import ConfigError
 from runtime.memory.engines import GraphEngine, database_path
 from runtime.memory.model import Atom
 from runtime.memory.protocols import GraphStore, NoteStore, Progress, WikiStore
@@ -52,14 +51,11 @@ COVERED_DISTANCE = 0.35  # covering page 0.19, neighbouring page 0.51
 TOP_ENTITIES = 5
 EMBED_CHUNK = 64
 SELF_OBSERVATION = "self_observation"
-DAYS_RANGE = (1, 3650)  # as config.json's replay_default_days
-THRESHOLD_RANGE = (1, 1000)  # as config.json's replay_default_threshold
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 _CAUSAL = re.compile(r"\b(because|caused|causes|led to|leads to|results? in|due to)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_POLICY_LINE = re.compile(r"^[-*\s]*\**([a-z_]+)\**\s*[:=]\**\s*(\S+)", re.I | re.M)
 
 
 @dataclass(frozen=True)
@@ -122,16 +118,6 @@ class ReplayPlan:
     def archived(self) -> list[str]:
         """Every near-duplicate of the window set aside, by this run or an earlier one."""
         return sorted({*self.archived_before, *(d.drop for d in self.duplicates)})
-
-
-@dataclass(frozen=True)
-class ReplayPolicy:
-    """The policy doc's defaults (None: not set) and what was wrong in it."""
-
-    path: Path
-    days: int | None = None
-    threshold: int | None = None
-    problems: tuple[str, ...] = ()
 
 
 def plan_replay(
@@ -353,49 +339,6 @@ def _source_day(source: str) -> str:
     """`memory/2026-12-01.md#ab12` -> `2026-12-01` ("" for a source of another shape)."""
     head = source.removeprefix("memory/").split("#", 1)[0]
     return head.removesuffix(".md") if head.endswith(".md") else ""
-
-
-# -- the policy doc ------------------------------------------------------------------------------
-
-
-def policy_path(instance_root: Path, configured: str) -> tuple[Path, bool]:
-    """(the policy doc's path, whether config.json names it explicitly)."""
-    if configured.strip():
-        return Path(configured.strip()).expanduser(), True
-    return instance_root / "wiki" / "replay_policy.md", False
-
-
-def load_policy(path: Path, explicit: bool) -> ReplayPolicy:
-    """The `days:` and `threshold:` lines of the policy doc (Markdown; `key: value` or
-    `key = value`, list markers and bold allowed). A missing default doc is no policy; a
-    missing or unreadable doc that config.json names is a ConfigError."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        if not explicit:
-            return ReplayPolicy(path)
-        raise ConfigError(
-            f'the replay policy doc {path} does not exist; create it or set it to ""',
-            field="replay_policy_path",
-        ) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"the replay policy doc {path} cannot be read ({exc.strerror or exc})",
-            field="replay_policy_path",
-        ) from None
-    found: dict[str, int] = {}
-    problems: list[str] = []
-    ranges = {"days": DAYS_RANGE, "threshold": THRESHOLD_RANGE}
-    for match in _POLICY_LINE.finditer(text):
-        key, raw = match.group(1).lower(), match.group(2).strip("*")
-        if key not in ranges or key in found:
-            continue
-        low, high = ranges[key]
-        if not raw.isdigit() or not low <= int(raw) <= high:
-            problems.append(f"{path.name}: {key} {raw!r} is not a whole number in {low}..{high}")
-            continue
-        found[key] = int(raw)
-    return ReplayPolicy(path, found.get("days"), found.get("threshold"), tuple(problems))
 
 
 # -- reading the graph ---------------------------------------------------------------------------

@@ -26,10 +26,9 @@ from runtime.memory.replay import (
     DUPLICATE_DISTANCE,
     ReplayPlan,
     cluster_vectors,
-    load_policy,
     plan_replay,
-    policy_path,
 )
+from runtime.memory.replay_policy import load_policy, policy_path
 from runtime.memory.replay_write import apply_replay, last_replay
 from runtime.memory.wiki import FileWiki
 

@@ -131,3 +131,37 @@ async def test_a_broken_engine_degrades_with_one_clear_message(
     assert "still noted" in next(instance.memory.glob("*.md")).read_text()
     logged = (instance.root / "debug.log").read_text()
     assert logged.count("memory_engine_unavailable") == 2  # once per engine, not per call
+
+
+async def test_auto_index_switches_leave_writes_to_memory_index(
+    instance: InstancePaths, configure: Callable[..., Any]
+) -> None:
+    configure(rag_auto_index_memory=False, rag_auto_index_wiki=False)
+    out = await turn(
+        ("write_memory", {"text": "The cache key includes the locale."}),
+        ("wiki_write", {"page": "cache", "text": "Keys carry the locale."}),
+        ("memory_search", {"query": "cache key locale"}),
+        ("memory_index", {}),
+        ("memory_search", {"query": "cache key locale"}),
+    )
+    assert "search index" not in out["c0"][1] and "search index" not in out["c1"][1]
+    assert out["c2"] == (False, "no memory matches 'cache key locale'")
+    assert out["c3"] == (
+        False,
+        "search index brought up to date: 2 added, 0 updated, 0 removed, 0 unchanged",
+    )
+    assert "[1] " in out["c4"][1] and "[2] " in out["c4"][1]
+
+
+async def test_a_wiki_category_also_appends_the_note_to_that_page(instance: InstancePaths) -> None:
+    out = await turn(
+        ("write_memory", {"text": "Check free disk first.", "category": "wiki/deploy/checklist"}),
+        ("write_memory", {"text": "Then run the smoke test.", "category": "wiki/deploy/checklist"}),
+        ("write_memory", {"text": "x", "category": "wiki/Bad_Name"}),
+    )
+    assert "and wiki/deploy/checklist" in out["c0"][1]
+    page = (instance.wiki / "deploy" / "checklist.md").read_text()
+    assert "Check free disk first." in page and page.rstrip().endswith("Then run the smoke test.")
+    assert out["c2"][0] and "try 'bad-name'" in out["c2"][1]
+    notes = next(instance.memory.glob("*.md")).read_text()
+    assert notes.count("] wiki/deploy/checklist\n") == 2 and "Bad_Name" not in notes
