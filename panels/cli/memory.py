@@ -27,7 +27,7 @@ from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
 
 if TYPE_CHECKING:
     from runtime.home import InstancePaths
-    from runtime.memory import Memory
+    from runtime.memory import Memory, QueryResult
 
 APP_SETTINGS = {
     "no_args_is_help": True,
@@ -221,13 +221,21 @@ def graph_query(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a read-only Cypher query on the graph (anything that writes is refused)."""
+    from runtime.config import load_config
+    from runtime.home import InstancePaths
     from runtime.lease import InstanceLeasedError
     from runtime.policy.cypher import require_read_only
 
     require_read_only(cypher)  # refused before anything is opened
+    paths = InstancePaths.for_name(instance).require()
+    config = load_config(paths.config)
     try:
-        with opened(instance, ("memory graph query", "query its graph")) as (_, memory):
-            result = memory.graph().query(cypher)
+        if config.graph_engine == "ladybug" and config.graph_enabled:
+            # ladybug opens read-only beside a writer (a running host) and takes no lock.
+            result = _query_read_only(paths, cypher)
+        else:
+            with opened(instance, ("memory graph query", "query its graph")) as (_, memory):
+                result = memory.graph().query(cypher)
     except InstanceLeasedError as exc:
         raise fail(
             f"the graph is open in {exc.owner.describe()}, which holds instance {instance!r}; "
@@ -242,6 +250,32 @@ def graph_query(
         typer.echo("\t".join(shown(_cell(row.get(column))) for column in result.columns))
     if not result.rows:
         typer.echo("(no rows)")
+
+
+def _query_read_only(paths: InstancePaths, cypher: str) -> QueryResult:
+    """The query on the instance's ladybug graph opened read-only; an empty result when there
+    is no graph yet. A writer's checkpoint being replayed refuses a read-only open for a
+    moment: tried three times."""
+    from runtime.errors import EngineUnavailableError
+    from runtime.memory import QueryResult
+    from runtime.memory.engines import database_path
+    from runtime.memory.graph import open_graph
+
+    root = paths.root / "graph"
+    if not database_path(root, "ladybug").exists():
+        return QueryResult([], [])
+    for attempt in range(3):
+        try:
+            graph = open_graph(root, "ladybug", instance=paths.name, read_only=True)
+            break
+        except EngineUnavailableError as exc:
+            if "recovery" not in str(exc) or attempt == 2:
+                raise
+            time.sleep(0.2)
+    try:
+        return graph.query(cypher)
+    finally:
+        graph.close()
 
 
 def _cell(value: object) -> str:

@@ -204,6 +204,19 @@ class FakeGraph:
     def node(self, node_id: str) -> GraphNode | None:
         return self.nodes.get(node_id)
 
+    def set_properties(self, node_id: str, properties: Mapping[str, Any]) -> None:
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise MemoryStoreError(f"graph node {node_id!r} does not exist")
+        fresh = json.loads(json.dumps(properties))
+        self.nodes[node_id] = GraphNode(node.id, node.label, fresh, node.created_at)
+
+    def remove_edges(self, from_id: str, relationship: str) -> int:
+        kept = [e for e in self.edges if not (e[1] == from_id and e[3] == relationship)]
+        gone = len(self.edges) - len(kept)
+        self.edges = kept
+        return gone
+
     def _adjacent(self, node_id: str) -> list[str]:
         return [b if a == node_id else a for _, a, b, _ in self.edges if node_id in (a, b)]
 

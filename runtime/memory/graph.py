@@ -168,6 +168,22 @@ class KuzuGraph:
         nodes = self._nodes(rows)
         return nodes[0] if nodes else None
 
+    def set_properties(self, node_id: str, properties: Mapping[str, Any]) -> None:
+        if self.node(node_id) is None:  # SET on no match changes nothing, silently
+            raise MemoryStoreError(f"no graph node {node_id!r}", path=self.db_path)
+        self._execute(
+            "MATCH (n:Node {id: $id}) SET n.properties = $properties",
+            {"id": node_id, "properties": _encode(properties)},
+        )
+
+    def remove_edges(self, from_id: str, relationship: str) -> int:
+        match = "MATCH (a:Node {id: $id})-[e:Edge]->(:Node) WHERE e.relationship = $relationship "
+        params = {"id": from_id, "relationship": relationship}
+        count = self._rows(match + "RETURN count(e)", params)[0][0]
+        if count:
+            self._execute(match + "DELETE e", params)
+        return int(count)
+
     def neighbors(self, node_id: str, depth: int = 1) -> list[GraphNode]:
         hops = _clamp_hops(depth)
         # SHORTEST finds each reachable node once, breadth first; a plain `*1..N` walks every

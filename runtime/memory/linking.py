@@ -42,12 +42,21 @@ def link_note(graph: GraphStore, atom: Atom) -> str:
 
 
 def link_page(graph: GraphStore, atom: Atom) -> str:
-    """The page's `wiki_page` node id (ref = slug), with a `tagged` edge per front-matter tag."""
+    """The page's `wiki_page` node id (ref = slug), with a `tagged` edge per front-matter tag.
+
+    A page changes (appends, replaces): its preview is refreshed and its tag edges are made
+    to match its front matter now, a dropped tag unlinked."""
     slug = atom.source.removeprefix("wiki/")
-    page_id = graph.find_or_add_node(
-        "wiki_page", slug, {"preview": atom.text.strip()[:PREVIEW_CHARS]}
-    )
-    _link_all(graph, page_id, "topic_tag", "tagged", "tag", front_matter_tags(atom.text))
+    preview = atom.text.strip()[:PREVIEW_CHARS]
+    page_id = graph.find_or_add_node("wiki_page", slug, {"preview": preview})
+    page = graph.node(page_id)
+    if page is not None and page.properties.get("preview") != preview:
+        graph.set_properties(page_id, {**page.properties, "preview": preview})
+    tags = front_matter_tags(atom.text)
+    linked = {n.properties.get("ref") for n in graph.neighbors(page_id) if n.label == "topic_tag"}
+    if linked - set(tags):
+        graph.remove_edges(page_id, "tagged")
+    _link_all(graph, page_id, "topic_tag", "tagged", "tag", tags)
     return page_id
 
 

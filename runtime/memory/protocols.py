@@ -134,6 +134,14 @@ class GraphStore(Protocol):
 
     def node(self, node_id: str) -> GraphNode | None: ...
 
+    def set_properties(self, node_id: str, properties: Mapping[str, Any]) -> None:
+        """Replace a node's properties (MemoryStoreError if there is no such node)."""
+        ...
+
+    def remove_edges(self, from_id: str, relationship: str) -> int:
+        """Remove the edges of `relationship` leaving `from_id`; returns how many went."""
+        ...
+
     def neighbors(self, node_id: str, depth: int = 1) -> list[GraphNode]:
         """Distinct nodes within `depth` hops (either direction), the start node left out."""
         ...

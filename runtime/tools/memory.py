@@ -1,53 +1,24 @@
 """The agent's durable notes: `write_memory`, `propose_role_amendment` and `log_choice`.
 
-`write_memory` writes through the panel's memory (runtime/memory/): the dated note, the wiki
-page a `wiki/<slug>` category names, the search index and the graph. Each writes a file that
-outlives the rolling window and never changes anything that steers
-the agent: a role amendment is a proposal under `role_proposals/` for the operator to read,
-not an edit of the role doc. `log_choice` appends one JSON line to `<instance>/choices.jsonl`.
+The files are written by runtime/memory/: `write_memory` through the panel's memory (the
+dated note, the wiki page a `wiki/<slug>` category names, the search index, the graph), the
+other two through runtime/memory/proposals.py. Nothing here changes what steers the agent:
+a role amendment is a proposal for the operator to read, not an edit of the role doc.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
 from runtime.driver import ToolOutput, ToolSpec
-from runtime.memory.notes import append_bytes
+from runtime.memory.proposals import append_line, write_proposal
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
 
 MAX_CATEGORY = 80
-
-
-def slug(text: str, words: int = 8) -> str:
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:words]) or "proposal"
-
-
-def write_proposal(folder: Path, text: str, rationale: str, severity: str, now: datetime) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{now.strftime('%Y-%m-%dT%H-%M-%SZ')}_{slug(text)}.md"
-    n = 1
-    while target.exists():  # two proposals in one second keep both
-        n += 1
-        target = folder / f"{now.strftime('%Y-%m-%dT%H-%M-%SZ')}_{slug(text)}-{n}.md"
-    body = (
-        f"---\ndate: {now.isoformat(timespec='seconds')}\nseverity: {severity}\n"
-        f"rationale: {json.dumps(rationale, ensure_ascii=False)}\n---\n\n{text.strip()}\n"
-    )
-    target.write_text(body, encoding="utf-8")
-    return target
-
-
-def append_line(path: Path, record: dict[str, Any]) -> None:
-    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    append_bytes(path, line)
 
 
 def memory_tools(ctx: ToolContext) -> list[ToolSpec]:

@@ -136,9 +136,9 @@ def test_writing_commands_refuse_a_leased_instance(filled: InstancePaths) -> Non
         for command in (["index"], ["reindex"], ["graph", "rebuild"]):
             code, _, err = mnemara(*command, "--instance", "t1")
             assert code == 4 and "in use by the host of team 'trio'" in err, command
-        code, _, err = mnemara("graph", "query", "MATCH (n) RETURN n.id", "--instance", "t1")
-        assert code == 4 and err.startswith("mnemara: the graph is open in the host of team")
-        # Reading the wiki and searching need no lease.
+        # Reading the wiki, searching and querying the graph (read-only) need no lease.
+        code, out, _ = mnemara("graph", "query", "MATCH (n) RETURN n.id", "--instance", "t1")
+        assert code == 0, out
         assert mnemara("wiki", "ls", "--instance", "t1")[0] == 0
         assert mnemara("search", "disk", "--instance", "t1")[0] == 0
 
@@ -249,3 +249,33 @@ def test_quarantine_lists_and_releases_a_teams_held_turns(mnemara_home: Path) ->
     code, out, _ = mnemara("quarantine", "-t", "crew", "--release", "eng:2:41")
     assert code == 0 and "released eng:2:41" in out
     assert ledger.entries() == []
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from runtime.memory.graph import open_graph
+graph = open_graph(Path(sys.argv[1]), "ladybug")
+graph.add_node("svc", {"name": "api"}, "api")
+print("ready", flush=True)
+sys.stdin.read()
+graph.close()
+"""
+
+
+def test_graph_query_reads_beside_a_process_holding_the_graph(instance: InstancePaths) -> None:
+    import subprocess
+    import sys
+
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(instance.root / "graph")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    ) as writer:  # fmt: skip
+        assert writer.stdout is not None and writer.stdin is not None
+        try:
+            assert writer.stdout.readline().strip() == "ready"
+            code, out, err = mnemara("graph", "query", "MATCH (n:Node) RETURN n.id", "-i", "t1")
+            assert (code, err) == (0, "") and out.splitlines() == ["n.id", "api"]
+        finally:
+            writer.stdin.close()
+            writer.wait(timeout=30)

@@ -392,6 +392,28 @@ def test_link_page_tags_without_duplicates(graph: GraphStore) -> None:
     assert graph.counts() == (4, 3)
     assert link_page(graph, _page("deploy/checklist", updated)) == page_id
     assert graph.counts() == (4, 3)
+    page = graph.node(page_id)
+    assert page is not None and page.properties["preview"].endswith("# Deploy, updated")
+    dropped = "---\ntags: oncall\n---\n# Deploy, trimmed\n"
+    link_page(graph, _page("deploy/checklist", dropped))
+    refs = {n.properties["ref"] for n in graph.neighbors(page_id)}
+    assert refs == {"oncall"} and graph.counts() == (4, 1)
+
+
+def test_set_properties_and_remove_edges(graph: GraphStore) -> None:
+    a, b, c = (graph.add_node("n", {"k": i}) for i in range(3))
+    graph.add_edge(a, b, "r", {})
+    graph.add_edge(a, c, "r", {})
+    graph.add_edge(a, c, "s", {})
+    graph.add_edge(b, a, "r", {})
+    graph.set_properties(a, {"k": [1, {"x": None}], "quote": 'it\'s "q"'})
+    node = graph.node(a)
+    assert node is not None and node.properties == {"k": [1, {"x": None}], "quote": 'it\'s "q"'}
+    with pytest.raises(MemoryStoreError):
+        graph.set_properties("missing", {})
+    assert graph.remove_edges(a, "r") == 2
+    assert graph.remove_edges(a, "r") == 0
+    assert graph.counts() == (3, 2)  # a-s->c and b-r->a stay
 
 
 def test_rebuild_recreates_the_same_graph(graph: GraphStore) -> None:
