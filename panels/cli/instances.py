@@ -175,12 +175,27 @@ def note(
         str, typer.Option("--category", metavar="NAME", help="A category for the note.")
     ] = "note",
 ) -> None:
-    """Append a note to today's memory file (memory/YYYY-MM-DD.md), then index and link it."""
+    """Append a note to today's memory file (memory/YYYY-MM-DD.md), then index and link it.
+
+    While a host runs the instance, only the note is written (the host's engines are not
+    raced): `/note` in the running panel, or `mnemara memory index` later, indexes it.
+    """
     from runtime.config import load_config
     from runtime.home import InstancePaths
+    from runtime.lease import InstanceLeasedError
     from runtime.memory import open_memory
+    from runtime.memory.notes import FileNotes
 
     paths = InstancePaths.for_name(instance).require()
-    with open_memory(paths, load_config(paths.config)) as memory:
-        written = memory.remember(" ".join(text), category)
-    typer.echo(f"noted in {paths.root / written.atom.source}{written.summary()}")
+    config = load_config(paths.config)
+    try:
+        with hold_instance(paths, "note", "index its note"), open_memory(paths, config) as memory:
+            written = memory.remember(" ".join(text), category)
+    except InstanceLeasedError as exc:
+        atom = FileNotes(paths.memory).append(" ".join(text), category)
+        typer.echo(
+            f"noted in {atom.source}; not indexed or linked now: {exc.owner.describe()} holds "
+            "the instance (`mnemara memory index` indexes it later)"
+        )
+        return
+    typer.echo(f"noted in {written.atom.source}{written.summary()}")

@@ -2,8 +2,9 @@
 
 `open_memory` gives a `Memory` whose engines open on first use, so a session that never
 searches or links never imports LanceDB, the embedder or the graph engine. An engine that is
-switched off, missing or broken raises EngineUnavailableError with one message, kept for the
-life of the `Memory` and logged once; notes and the wiki go on working without it.
+switched off, missing or broken raises EngineUnavailableError with one message, logged once
+and given again for a minute before the engine is tried anew; notes and the wiki go on
+working without it.
 
 `remember` and `write_page` are the write-to-all paths of `write_memory` and `wiki_write`:
 the note or page first (it is the record), then the index and the graph as the config
@@ -12,6 +13,7 @@ allows. A failure after the record is reported back, never raised: the write hap
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -41,6 +43,7 @@ from runtime.memory.slugs import check_slug
 from runtime.memory.wiki import FileWiki
 
 T = TypeVar("T")
+RETRY_AFTER = 60.0  # seconds a failed engine open is reported from memory before a new try
 IndexOpener = Callable[[], VectorIndex]
 GraphOpener = Callable[[], GraphStore]
 
@@ -72,6 +75,7 @@ class Memory:
         open_graph: GraphOpener,
         debug: DebugLog | None = None,
         quarantine: Quarantine | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.notes = notes
         self.wiki = wiki
@@ -81,7 +85,8 @@ class Memory:
         self._open_graph = open_graph
         self._index: VectorIndex | None = None
         self._graph: GraphStore | None = None
-        self._broken: dict[str, EngineUnavailableError] = {}
+        self._broken: dict[str, tuple[EngineUnavailableError, float]] = {}
+        self._clock = clock
         # A team's shared memory: what a halted turn wrote stays out of search until released.
         self.quarantine = quarantine
         self._quarantine_seen: frozenset[Key] | None = None
@@ -125,16 +130,23 @@ class Memory:
         return self._graph
 
     def _opened(self, store: str, opener: Callable[[], T]) -> T:
-        if store in self._broken:
-            raise self._broken[store]
+        # A failure is kept and raised again for a while, not retried on every call; then
+        # one more try, since some causes pass (another process held the graph's lock, the
+        # Ollama server was starting). The log gets a line only when the reason changes.
+        known = self._broken.get(store)
+        if known is not None and self._clock() - known[1] < RETRY_AFTER:
+            raise known[0]
         try:
-            return opener()
+            engine = opener()
         except EngineUnavailableError as exc:
             failure = exc
         except Exception as exc:  # an engine's own error on open: same outcome, one message
             failure = EngineUnavailableError(f"{store} unavailable: {exc}", store=store)
-        self._broken[store] = failure
-        if self.debug is not None:
+        else:
+            self._broken.pop(store, None)
+            return engine
+        self._broken[store] = (failure, self._clock())
+        if self.debug is not None and (known is None or str(known[0]) != str(failure)):
             self.debug.write(
                 "warning", "memory_engine_unavailable", store=store, error=str(failure)
             )

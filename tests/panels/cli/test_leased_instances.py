@@ -150,7 +150,9 @@ def test_reading_and_noting_work_while_leased(
     code, out, _ = mnemara("role", "--instance", "coder")
     assert code == 0 and out == "(no role doc set)\n"
     code, out, _ = mnemara("note", "--instance", "coder", "while", "it", "runs")
-    assert code == 0 and "noted in" in out
+    assert code == 0 and "noted in memory/" in out and "not indexed or linked now" in out
+    assert "while it runs" in next(coder.memory.glob("*.md")).read_text()
+    assert not (coder.root / "graph").exists()  # the holder's engines are not raced
     assert holder.poll() is None
 
 

@@ -87,3 +87,27 @@ def test_sync_without_quarantine_changes_nothing_twice(shared: Memory) -> None:
     sync_index(shared)
     again = sync_index(shared)
     assert (again.added, again.updated, again.removed) == (0, 0, 0)
+
+
+def test_a_failed_engine_is_reported_from_memory_then_tried_again() -> None:
+    from runtime.errors import EngineUnavailableError
+    from runtime.memory.memory import RETRY_AFTER
+
+    now = [0.0]
+    tries: list[float] = []
+    index = FakeIndex()
+
+    def opener() -> FakeIndex:
+        tries.append(now[0])
+        if len(tries) == 1:
+            raise EngineUnavailableError("locked by another process", store="index")
+        return index
+
+    memory = Memory(notes=FakeNotes(), wiki=FakeWiki(), config=InstanceConfig(),
+                    open_index=opener, open_graph=FakeGraph, clock=lambda: now[0])  # fmt: skip
+    for _ in range(3):
+        with pytest.raises(EngineUnavailableError, match="locked"):
+            memory.index()
+    now[0] = RETRY_AFTER + 1
+    assert memory.index() is index
+    assert tries == [0.0, RETRY_AFTER + 1]
