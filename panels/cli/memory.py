@@ -363,6 +363,13 @@ def quarantine(
     from runtime.memory.quarantine import Quarantine, parse_key, show_key
 
     name, state = team_state(team)
+    if not state.is_dir():
+        from panels.errors import NoHostError
+
+        raise NoHostError(
+            f"team {name!r} has no state under {state}; check the name with `mnemara list`",
+            team=name,
+        )
     ledger = Quarantine(state / "memory" / "quarantine.jsonl")
     entries = ledger.entries()
     wanted = [entry.key for entry in entries] if release_all else []

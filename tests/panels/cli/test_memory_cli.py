@@ -237,6 +237,9 @@ def test_quarantine_lists_and_releases_a_teams_held_turns(mnemara_home: Path) ->
     from runtime.memory.model import Provenance
     from runtime.memory.quarantine import Quarantine
 
+    code, _, err = mnemara("quarantine", "-t", "crew")
+    assert code == 10 and "team 'crew' has no state" in err
+    (mnemara_home / "_teams" / "crew").mkdir(parents=True)
     ledger = Quarantine(mnemara_home / "_teams" / "crew" / "memory" / "quarantine.jsonl")
     assert mnemara("quarantine", "-t", "crew") == (0, "team 'crew': nothing quarantined\n", "")
     ledger.add(Provenance("eng", 2, 41), "sentinel: repeat")
