@@ -5,7 +5,7 @@ then `ack`. Sync use (CLI, scripts, tests): `connect_bus(path)` -> `BusFile`, an
 operations as plain functions over it. Imports nothing from the rest of mnemara.
 """
 
-from peerbus.bus import Bus, open_bus
+from peerbus.bus import Bus, open_bus, read_original_watermark
 from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus
 from peerbus.claim import claim_batch
 from peerbus.errors import (
@@ -21,6 +21,7 @@ from peerbus.errors import (
     PayloadTooLargeError,
     PeerbusError,
     SchemaTooNewError,
+    SidecarLostError,
 )
 from peerbus.maintenance import prune, retry
 from peerbus.model import (
@@ -69,6 +70,7 @@ __all__ = [
     "Record",
     "SchemaTooNewError",
     "SettleResult",
+    "SidecarLostError",
     "ack",
     "bus_identity",
     "claim_batch",
@@ -82,6 +84,7 @@ __all__ = [
     "nack",
     "open_bus",
     "prune",
+    "read_original_watermark",
     "register",
     "render_batch",
     "retry",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
+import os
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,12 +23,16 @@ import anyio
 from peerbus import claim as claim_mod
 from peerbus import maintenance, queries, settle, submit
 from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus, sidecar_path
+from peerbus.candidates import Route
+from peerbus.errors import BusOpenError
 from peerbus.model import BusOptions, BusStats, Claim, DeadLetter, Pending, Record, SettleResult
+from peerbus.receipts import shared_consumer_warning, start_route
 from peerbus.submit import Outgoing
 from peerbus.waiter import ChangeWaiter
 from peerbus.watch import Signature, data_versions, watched_paths
 
 T = TypeVar("T")
+log = logging.getLogger("peerbus")
 
 
 class Bus:
@@ -41,6 +47,7 @@ class Bus:
             watched_paths(file.path, sidecar), file.options, self._read_versions
         )
         self._claim_generation: dict[str, int] = {}
+        self._originals: dict[str, tuple[Path, tuple[int, int, int] | None]] = {}
         self._last_claim_generation = 0
 
     @property
@@ -99,12 +106,52 @@ class Bus:
         return ids
 
     async def register(
-        self, recipient: str, *, senders: Collection[str] | None = None, epoch: int | None = None
+        self,
+        recipient: str,
+        *,
+        senders: Collection[str] | None = None,
+        epoch: int | None = None,
+        take_over: bool = False,
+        start_after: int | None = None,
+        replay_backlog: bool = False,
+        original_watermark: Path | None = None,
     ) -> int:
-        """Record a (re)started recipient; returns its epoch. See `submit.register`."""
+        """Record a (re)started recipient; returns its epoch. See `submit.register`.
+
+        `take_over`: this route takes a panel over from the original mnemara's poll on a
+        shared table. In compatibility mode, registered for the first time, it then starts
+        past the table's history (see `receipts.start_route`): after `start_after` (the
+        original's watermark for the panel, from `read_original_watermark`; giving it
+        implies `take_over`), else after the highest id now in the table, as the original
+        does on first enable, or from the first row with `replay_backlog`. Without it a
+        new route starts from the first row, as any bus recipient does.
+        `original_watermark` is that file: if it changes while we run, the original still
+        consumes this panel, which is warned about once.
+        """
+        route = Route.of(recipient, senders)
+        start = None
+        if take_over or start_after is not None:
+            start = await self._run(
+                self.file.write,
+                functools.partial(
+                    start_route, bus=self.file, route=route, start_after=start_after,
+                    replay=replay_backlog,
+                ),
+            )  # fmt: skip
+        if start is not None:
+            how = (
+                "replays the backlog from the first row" if replay_backlog
+                else f"takes over from the original's watermark: starts after id {start}"
+                if start_after is not None
+                else f"starts after id {start}, the highest in the table at first enable, "
+                "as the original does (replay the backlog with replay_backlog)"
+            )  # fmt: skip
+            log.warning("%s: panel %r %s", self.file.path, recipient, how)
         new_epoch = await self._run(
             submit.register, self.file, recipient, senders=senders, epoch=epoch
         )
+        if original_watermark is not None and self.file.mode == "compat":
+            self._originals[recipient] = (original_watermark, _stat_key(original_watermark))
         self._bump()
         return new_epoch
 
@@ -118,6 +165,7 @@ class Bus:
         lease: float = 300.0,
     ) -> Claim:
         """Lease the recipient's next batch; noise is acked and bad rows dead-lettered."""
+        self._check_original(recipient)
         generation = await self._changes.refresh()
         result = await self._run(
             claim_mod.claim_batch,
@@ -225,10 +273,47 @@ class Bus:
             return True
         return False
 
+    def _check_original(self, recipient: str) -> None:
+        """Warn once if the original's watermark file for this panel moved since register:
+        the original polls the same panel, and a shared table cannot stop duplicates."""
+        watched = self._originals.get(recipient)
+        if watched is None or recipient in self.file.warned:
+            return
+        path, seen = watched
+        if _stat_key(path) != seen:
+            evidence = f"the original's watermark file {path} changed while this host runs"
+            self.file.warn_once(recipient, shared_consumer_warning(self.file, recipient, evidence))
+
     async def _read_versions(self) -> Signature:
         return await self._run(
             self.file.read, functools.partial(data_versions, schemas=self._schemas)
         )
+
+
+def read_original_watermark(path: Path) -> int | None:
+    """The id in the original mnemara's `<instance>/peer_poll_watermark`, or None when the
+    file is absent. Raises BusOpenError (naming the file) when it holds anything else."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BusOpenError(f"cannot read it ({exc}); check its permissions", path=path) from exc
+    if not text.isdigit():
+        raise BusOpenError(
+            f"holds {text[:40]!r}, not a message id; fix it or delete it to start after the "
+            "highest id in the table",
+            path=path,
+        )
+    return int(text)
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @asynccontextmanager

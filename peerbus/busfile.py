@@ -4,12 +4,21 @@
 peerbus takes the resulting `BusFile`. Owned mode keeps delivery state in the bus file
 itself. A foreign file (a `returns` table with the contract columns and nothing of ours) is
 left as it is: its journal mode and schema are not touched, the delivery state goes to a
-sidecar SQLite file attached as `side`, and acks write only the contract `status` column.
+sidecar SQLite file attached as `side`, and acks write `status` (and the table's own
+`completed_at`/`processed_at`). Submits fill what the table requires and we can fill
+honestly (peerbus/shape.py); a table we cannot write correctly is refused at open.
 
 Every bus has an identity (`bus_id` in the state schema's `peerbus_meta`), read once here
 and kept on the `BusFile`: message ids are only unique within one bus file, so a consumer
 that remembers ids (a turn store) keeps the identity beside them and can tell a bus that
 was deleted and made again from the one it knew.
+
+A sidecar also records which table it belongs to (peerbus/sidecar_identity.py: inode, birth
+time where the platform has one, highest id seen). A table made again at the same path would reuse
+ids the old receipts and watermarks hold, hiding its rows; on a mismatch the old state is
+set aside, delivery restarts from the first row, the bus gets a new identity, and the
+notice says so once. `BusOptions.inspect_only` opens without creating or resetting the
+sidecar (an in-memory one stands in), for commands that only look.
 """
 
 from __future__ import annotations
@@ -17,14 +26,16 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from peerbus import schema
-from peerbus.errors import BusOpenError, SchemaTooNewError
+from peerbus.errors import BusOpenError, SchemaTooNewError, SidecarLostError
 from peerbus.gate import WriterGate
 from peerbus.model import BusOptions, Mode
+from peerbus.shape import ForeignShape, read_shape, require_writable
+from peerbus.sidecar_identity import mismatch, recorded_stamp, restart_or_record, table_stamp
 from peerbus.txn import RetryPolicy, run_bare, run_read, run_write
 
 T = TypeVar("T")
@@ -48,6 +59,15 @@ class BusFile:
     # Set in compatibility mode: what the operator should know, said once at open.
     notice: str | None = None
     gate: WriterGate | None = None
+    # The foreign table's shape (compatibility mode), read once at open; None when owned.
+    shape: ForeignShape | None = None
+    # Recipients already warned of a second consumer (said once per open bus).
+    warned: set[str] = field(default_factory=set, compare=False, hash=False)
+
+    def warn_once(self, recipient: str, message: str) -> None:
+        if recipient not in self.warned:
+            self.warned.add(recipient)
+            log.warning("%s", message)
 
     def write(self, work: Callable[[sqlite3.Connection], T], *, durable: bool = False) -> T:
         """Run `work` in a write transaction. `durable`: fsync at commit (synchronous=FULL)
@@ -189,33 +209,148 @@ def _attach_sidecar(
     conn: sqlite3.Connection, path: Path, options: BusOptions, retry: RetryPolicy
 ) -> BusFile:
     side = sidecar_path(path, options)
+    shape = run_read(conn, read_shape, path=path, retry=retry)  # read once, kept on the bus
+    if not options.inspect_only:
+        # Refused at open, before a sidecar is made: never at the first send. A read-only
+        # look (inbox, tail) still shows such a table.
+        require_writable(shape, path)
+    if options.inspect_only and not side.is_file():
+        return _inspect_without_sidecar(
+            conn, path, options, retry, side, "there is none yet", shape
+        )
+    _check_not_lost(path, side)
     try:
         conn.execute("ATTACH DATABASE ? AS side", (str(side),))
         _set_wal(conn, "side", path, retry)
         # Receipts need no fsync: losing the last ones to a power cut means a redelivery.
         conn.execute("PRAGMA side.synchronous = NORMAL")
+        version = run_read(conn, lambda c: schema.user_version(c, "side"), path=path, retry=retry)
     except sqlite3.Error as exc:
+        _check_not_lost(path, side, failed=True)
         raise BusOpenError(
             f"compatibility mode needs a writable sidecar file at {side} ({exc}); "
             "pass another sidecar path",
             path=path,
         ) from exc
-    version = run_read(conn, lambda c: schema.user_version(c, "side"), path=path, retry=retry)
-    if version != len(schema.SIDECAR_MIGRATIONS):
+    latest = len(schema.SIDECAR_MIGRATIONS)
+    if options.inspect_only and version != latest:
+        conn.execute("DETACH DATABASE side")
+        return _inspect_without_sidecar(
+            conn, path, options, retry, side, "it is not migrated", shape
+        )
+    if version != latest:
         version = run_write(conn, lambda c: _migrate_sidecar(c, side), path=path, retry=retry)
+    notice = _compat_notice(conn, path, side, retry, shape)
+    stamp = run_read(conn, lambda c: table_stamp(c, path), path=path, retry=retry)
+    reason = run_read(conn, lambda c: mismatch(c, stamp), path=path, retry=retry)
+    if reason is not None and options.inspect_only:
+        conn.execute("DETACH DATABASE side")
+        return _inspect_without_sidecar(conn, path, options, retry, side, reason, shape)
+    unrecorded = run_read(conn, lambda c: not recorded_stamp(c), path=path, retry=retry)
+    if not options.inspect_only and (reason is not None or unrecorded):
+        # Judged again under the write lock: another opener may have restarted it meanwhile.
+        reason = run_write(conn, lambda c: restart_or_record(c, path), path=path, retry=retry)
+    if reason is not None:
+        notice += (
+            f" The sidecar belonged to another `returns` table ({reason}): its receipts and "
+            "watermarks were set aside and delivery restarts from the table's first row, so "
+            "no row of this table is hidden (a row delivered before may come once more)."
+        )
+    log.warning("%s", notice)
+    ident = _identity(conn, "side", path, retry)
+    gate = _gate(side, options)
+    return BusFile(
+        conn,
+        path,
+        "compat",
+        "side",
+        version,
+        options,
+        retry,
+        ident,
+        notice=notice,
+        gate=gate,
+        shape=shape,
+    )
+
+
+def _compat_notice(
+    conn: sqlite3.Connection, path: Path, side: Path, retry: RetryPolicy, shape: ForeignShape
+) -> str:
+    acked = ["`status`"] + [
+        f"`{column}`"
+        for column, present in (
+            ("completed_at", shape.has_completed_at),
+            ("processed_at", shape.has_processed_at),
+        )
+        if present
+    ]
+    filled = (
+        f"; submits also fill {', '.join(f'`{c}`' for c in shape.fills)} "
+        "(session_id = peerbus-<bus id>)"
+        if shape.fills
+        else ""
+    )
     notice = (
-        f"{path}: foreign `returns` table (contract columns only): compatibility mode. "
-        f"Receipts, leases and watermarks are kept in {side}; acks write only `status`; "
-        "the watermark advances only after the consuming turn's ack."
+        f"{path}: foreign `returns` table: compatibility mode, its schema left as it is. "
+        f"Receipts, leases and watermarks are kept in {side}; acks write "
+        f"{', '.join(acked)}{filled}; "
+        "the watermark advances only after the consuming turn's ack. If the original "
+        "mnemara still polls this table for a panel that also runs here, both consume its "
+        "rows: a shared table cannot prevent duplicates then."
     )
     if not run_read(conn, schema.has_autoincrement, path=path, retry=retry):
         notice += " The table has no AUTOINCREMENT, so prune keeps its newest row."
-    log.warning("%s", notice)
-    identity = _identity(conn, "side", path, retry)
-    gate = _gate(side, options)
-    return BusFile(
-        conn, path, "compat", "side", version, options, retry, identity, notice=notice, gate=gate
+    return notice
+
+
+def _inspect_without_sidecar(
+    conn: sqlite3.Connection,
+    path: Path,
+    options: BusOptions,
+    retry: RetryPolicy,
+    side: Path,
+    why: str,
+    shape: ForeignShape,
+) -> BusFile:
+    """A read-only look at a foreign table: an empty in-memory sidecar stands in for the
+    real one (absent, or kept for another table), so every row shows as its table says."""
+    conn.execute("ATTACH DATABASE ':memory:' AS side")
+    # A deferred BEGIN locks only what it touches: the in-memory file, never the table.
+    conn.execute("BEGIN")
+    try:
+        version = _migrate_sidecar(conn, side)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    notice = (
+        f"{path}: foreign `returns` table: compatibility mode, shown without its sidecar "
+        f"{side} ({why}): rows are as the table says, with no receipts."
     )
+    log.warning("%s", notice)
+    ident = _identity(conn, "side", path, retry)
+    return BusFile(
+        conn, path, "compat", "side", version, options, retry, ident, notice=notice, shape=shape
+    )
+
+
+def _check_not_lost(path: Path, side: Path, *, failed: bool = False) -> None:
+    """Raise SidecarLostError when the sidecar was deleted under a running consumer.
+
+    Its -wal and -shm files outlive it, and SQLite answers a new file beside them with a
+    bare "disk I/O error". An empty sidecar beside them counts only once opening failed:
+    a sidecar being created this instant is briefly empty too.
+    """
+    leftovers = [side.with_name(side.name + ext) for ext in ("-wal", "-shm")]
+    if not any(p.exists() for p in leftovers):
+        return
+    try:
+        size: int | None = side.stat().st_size
+    except FileNotFoundError:
+        size = None
+    if size is None or (failed and size == 0):
+        raise SidecarLostError(path=path, sidecar=side)
 
 
 def _gate(state_file: Path, options: BusOptions) -> WriterGate | None:
@@ -230,3 +365,13 @@ def _gate(state_file: Path, options: BusOptions) -> WriterGate | None:
             "writable or set writer_gate=False",
             path=state_file,
         ) from exc
+
+
+def note_seen(conn: sqlite3.Connection, bus: BusFile, top: int) -> None:
+    """Raise the sidecar's highest id seen to `top` (in the caller's write transaction)."""
+    if bus.mode == "compat":
+        conn.execute(
+            """UPDATE side.peerbus_meta SET value = ?
+                WHERE key = 'max_id_seen' AND CAST(value AS INTEGER) < ?""",
+            (str(top), top),
+        )

@@ -4,6 +4,7 @@ PeerbusError                  root of everything peerbus raises on purpose
 ├── BusConfigError            an option passed to the bus is out of range
 ├── BusOpenError              a file cannot be used as a bus
 │   ├── ForeignSchemaError    a `returns` table lacks contract columns
+│   ├── SidecarLostError      a compatibility sidecar was deleted while a consumer used it
 │   └── SchemaTooNewError     the file was migrated by a newer peerbus
 ├── BusBusyError              the write lock stayed taken past the retry deadline
 ├── InvalidRoleError          a sender, recipient or sender filter is not a usable role name
@@ -53,6 +54,21 @@ class ForeignSchemaError(BusOpenError):
             path=path,
         )
         self.missing = missing
+
+
+class SidecarLostError(BusOpenError):
+    """Raised when a compatibility sidecar is gone (or empty) but its `-wal`/`-shm` files
+    remain: it was deleted while a consumer had it open, and SQLite cannot use it."""
+
+    def __init__(self, *, path: Path, sidecar: Path) -> None:
+        super().__init__(
+            f"its sidecar {sidecar} was deleted while a consumer still had it open (its -wal "
+            "and -shm files remain); stop every host using this bus, then delete "
+            f"{sidecar.name}-wal and {sidecar.name}-shm to start its delivery state afresh "
+            "(rows delivered before may come again), or restore the sidecar from a backup",
+            path=path,
+        )
+        self.sidecar = sidecar
 
 
 class SchemaTooNewError(BusOpenError):

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection
+from functools import partial
 
 from peerbus.busfile import BusFile
-from peerbus.receipts import ids_json, iso
+from peerbus.compat import foreign_shape
+from peerbus.receipts import ids_json
+from peerbus.shape import parse_stamp
 
 CHUNK = 2000
 
@@ -18,21 +21,32 @@ CHUNK = 2000
 def prune(bus: BusFile, *, older_than: float) -> int:
     """Delete `done` rows finished more than `older_than` seconds ago; returns the count.
 
-    Dead letters are kept until retried. In compatibility mode, where the foreign table has
-    no completed_at, the age is taken from submitted_at. The newest row is always kept, so
-    a table without AUTOINCREMENT cannot hand its id out again. The idempotency keys of
-    the rows it deletes go with them (keys are forgotten with their message, not by their
-    own age): a key whose message is still on the bus keeps answering with its id.
-    """
-    cutoff = iso(bus.now() - older_than)
-    age = "completed_at" if bus.mode == "owned" else "submitted_at"
-    select = f"""SELECT id FROM main.returns
-                  WHERE status = 'done' AND {age} < ?
-                    AND id < (SELECT max(id) FROM main.returns)
-                  LIMIT {CHUNK}"""
+    A row's age is its `completed_at` when the table has one and it is set, else its
+    `submitted_at`. Stamps are parsed, not compared as text: a foreign table may hold ISO
+    stamps with `T` or a space, with or without fraction or zone, or unix numbers (see
+    shape.parse_stamp), and `2026-01-01 10:00:00` sorts before `2026-01-01T09:00:00`. A
+    row whose stamp cannot be read is kept, and so is one newer than the cutoff.
 
-    def work(conn: sqlite3.Connection) -> int:
-        ids = ids_json([int(r[0]) for r in conn.execute(select, (cutoff,))])
+    Dead letters are kept until retried. The newest row is always kept, so a table without
+    AUTOINCREMENT cannot hand its id out again. The idempotency keys of the rows it deletes
+    go with them (keys are forgotten with their message, not by their own age): a key whose
+    message is still on the bus keeps answering with its id.
+    """
+    cutoff = bus.now() - older_than
+
+    def work(conn: sqlite3.Connection, after: int) -> tuple[int, int, int]:
+        """One chunk past id `after`: (rows scanned, rows deleted, last id scanned)."""
+        has_completed = bus.mode == "owned" or foreign_shape(bus, conn).has_completed_at
+        completed = "completed_at" if has_completed else "NULL"
+        rows = conn.execute(
+            f"""SELECT id, {completed}, submitted_at FROM main.returns
+                 WHERE status = 'done' AND id > ? AND id < (SELECT max(id) FROM main.returns)
+                 ORDER BY id LIMIT {CHUNK}""",
+            (after,),
+        ).fetchall()
+        if not rows:
+            return 0, 0, after
+        ids = ids_json([int(r[0]) for r in rows if _finished_before(r[1], r[2], cutoff)])
         for table in ("peerbus_receipts", "peerbus_sent"):
             conn.execute(
                 f"""DELETE FROM {bus.state}.{table}
@@ -42,14 +56,20 @@ def prune(bus: BusFile, *, older_than: float) -> int:
         cursor = conn.execute(
             "DELETE FROM main.returns WHERE id IN (SELECT value FROM json_each(?))", (ids,)
         )
-        return int(cursor.rowcount)
+        return len(rows), int(cursor.rowcount), int(rows[-1][0])
 
-    total = 0
+    total, after = 0, 0
     while True:
-        deleted = bus.write(work)
+        scanned, deleted, after = bus.write(partial(work, after=after))
         total += deleted
-        if deleted < CHUNK:
+        if scanned < CHUNK:
             return total
+
+
+def _finished_before(completed: object, submitted: object, cutoff: float) -> bool:
+    """True when the row's age stamp says it finished before `cutoff`; False when unknown."""
+    when = parse_stamp(completed if completed is not None else submitted)
+    return when is not None and when <= cutoff
 
 
 def retry(bus: BusFile, *, ids: Collection[int] | None = None, recipient: str | None = None) -> int:

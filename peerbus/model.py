@@ -62,6 +62,10 @@ class BusOptions:
     adopt: bool = False
     # Queue writers on an flock (`<state file>.writers`) before BEGIN IMMEDIATE; see gate.py.
     writer_gate: bool = True
+    # Open to look, not to consume (`bus inbox`, `tail`, `stats`): in compatibility mode
+    # the sidecar is neither created, migrated nor reset. When it is absent (or belongs to
+    # another table) an empty in-memory one stands in, so the table shows its own state.
+    inspect_only: bool = False
 
     def __post_init__(self) -> None:
         if self.max_payload_bytes < 64:

@@ -12,6 +12,7 @@ from collections.abc import Collection
 
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route, open_rows_sql
+from peerbus.compat import foreign_shape
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
 
 
@@ -74,17 +75,26 @@ def inbox(
 def history(
     bus: BusFile, *, limit: int = 50, role: str | None = None, after: int | None = None
 ) -> list[Record]:
-    """Rows in id order: the newest `limit`, or with `after`, the first `limit` past it."""
-    completed = "r.completed_at" if bus.mode == "owned" else "NULL"
+    """Rows in id order: the newest `limit`, or with `after`, the first `limit` past it.
+
+    A foreign table's own `completed_at` is shown when it has one (the original writes it
+    with `status = 'done'` on its acks); a row with it set and `status` still `pending`
+    is shown `done`, as whoever stamped it meant. (Claims and inboxes go by `status`
+    alone, as the original's poll does, so both sides agree on what is pending.)
+    """
     where = "r.id > :after"
     if role is not None:
         where += " AND (r.agent_role = :role OR r.recipient_role = :role)"
     order = "DESC" if after is None else "ASC"
-    sql = f"""SELECT r.id, r.agent_role, r.recipient_role, r.task_id, r.status,
-                     r.submitted_at, {completed}, r.payload_json
-                FROM main.returns AS r WHERE {where} ORDER BY r.id {order} LIMIT :limit"""
 
     def work(conn: sqlite3.Connection) -> list[Record]:
+        has_completed = bus.mode == "owned" or foreign_shape(bus, conn).has_completed_at
+        completed = "r.completed_at" if has_completed else "NULL"
+        sql = f"""SELECT r.id, r.agent_role, r.recipient_role, r.task_id,
+                         CASE WHEN {completed} IS NOT NULL AND r.status = 'pending'
+                              THEN 'done' ELSE r.status END,
+                         r.submitted_at, {completed}, r.payload_json
+                    FROM main.returns AS r WHERE {where} ORDER BY r.id {order} LIMIT :limit"""
         params = {"after": after or 0, "role": role, "limit": limit}
         rows = conn.execute(sql, params).fetchall()
         records = [

@@ -4,7 +4,9 @@ Sync functions called inside a write transaction that the caller opened with BEG
 IMMEDIATE. Terminal receipts (done / failed) are final for one recipient; the contract
 `status` of a direct row follows its one receipt, and a broadcast's turns `done` once every
 registered recipient that takes it is finished with it (owned mode only: in compatibility
-mode a broadcast's status is left for its original readers).
+mode a broadcast's status is left for its original readers). `start_route` places a
+route that takes a panel over from the original mnemara past the table's history, and the
+watermark's advance warns once when another consumer acks this recipient's rows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from peerbus.busfile import BusFile
+from peerbus.busfile import BusFile, note_seen
 from peerbus.candidates import Route, open_rows_sql
 from peerbus.compat import queue_done
 
@@ -134,10 +136,83 @@ def advance_watermark(conn: sqlite3.Connection, bus: BusFile, recipient: str) ->
         # lock, since AUTOINCREMENT hands out ids in commit order.
         top = conn.execute("SELECT max(id) FROM main.returns").fetchone()[0]
         target = int(top or 0)
+    if bus.mode == "compat":
+        _check_sole_consumer(conn, bus, recipient, current)
     if target > current:
         conn.execute(
             f"UPDATE {bus.state}.peerbus_recipients SET watermark = ? WHERE recipient = ?",
             (target, recipient),
         )
+        note_seen(conn, bus, target)
         return target
     return current
+
+
+def start_route(
+    conn: sqlite3.Connection, bus: BusFile, route: Route, *, start_after: int | None, replay: bool
+) -> int | None:
+    """Where a route registered for the first time starts, in compatibility mode.
+
+    A table the original mnemara already polls has history: its own watermark (taken
+    over as `start_after`), else the highest id at first enable (what the original does),
+    else 0 with `replay`. The route's row is made here with epoch 0, so the `register`
+    that follows makes it 1, as for any new recipient; a crash between the two keeps the
+    start. Returns the start, or None when the route existed (or the bus is owned: a file
+    peerbus made has no one else's history, so it starts from 0 as before).
+    """
+    if bus.mode != "compat":
+        return None
+    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM main.returns").fetchone()[0])
+    start = 0 if replay else top if start_after is None else max(0, start_after)
+    made = conn.execute(
+        f"""INSERT INTO {bus.state}.peerbus_recipients
+                (recipient, epoch, senders_json, watermark, registered_at)
+            VALUES (?, 0, ?, ?, ?)
+            ON CONFLICT (recipient) DO NOTHING
+            RETURNING watermark""",
+        (route.recipient, route.senders_json, start, iso(bus.now())),
+    ).fetchone()
+    if made is None:
+        return None
+    # Rows done without our ack count as a second consumer's only above this: older ones
+    # may be the original's history, which a replay walks through.
+    conn.execute(
+        "INSERT OR REPLACE INTO side.peerbus_meta (key, value) VALUES (?, ?)",
+        (f"consumer_floor:{route.recipient}", str(top)),
+    )
+    return int(made[0])
+
+
+def _check_sole_consumer(
+    conn: sqlite3.Connection, bus: BusFile, recipient: str, watermark: int
+) -> None:
+    """Warn once when a row addressed to `recipient` turned `done` in the table without
+    our ack: another program (the original mnemara) consumes the same role."""
+    if recipient in bus.warned:
+        return
+    floor = conn.execute(
+        "SELECT CAST(value AS INTEGER) FROM side.peerbus_meta WHERE key = ?",
+        (f"consumer_floor:{recipient}",),
+    ).fetchone()
+    row = conn.execute(
+        f"""SELECT r.id FROM main.returns AS r
+             WHERE r.recipient_role = ? AND r.id > ? AND r.status = 'done'
+               AND NOT EXISTS (
+                 SELECT 1 FROM {bus.state}.peerbus_receipts AS d
+                  WHERE d.message_id = r.id AND d.recipient = r.recipient_role
+                    AND d.state IN ('done', 'failed'))
+             LIMIT 1""",
+        (recipient, max(watermark, 0 if floor is None else int(floor[0]))),
+    ).fetchone()
+    if row is not None:
+        bus.warn_once(
+            recipient, shared_consumer_warning(bus, recipient, f"row {row[0]} was acked elsewhere")
+        )
+
+
+def shared_consumer_warning(bus: BusFile, recipient: str, evidence: str) -> str:
+    return (
+        f"{bus.path}: another program consumes panel {recipient!r} on this table too "
+        f"({evidence}); stop the original mnemara's peer poll for it: a shared table "
+        "cannot prevent duplicates while two consumers take the same panel's rows."
+    )

@@ -17,7 +17,9 @@ In owned mode the row and its key commit together (one file). In compatibility m
 key lives in the sidecar and the row in the foreign file, and SQLite does not commit two
 files atomically when one is in WAL mode: a crash (or a power cut: the sidecar commits
 without fsync) between the two files' commits can leave a foreign row whose key was not
-recorded, and a retry with that key then sends a second copy.
+recorded, and a retry with that key then sends a second copy. A foreign row also gets
+what its table requires beyond the contract columns (a `session_id`, stamps in the table's
+own format; see shape.py), and never a column the table lacks.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from typing import Any
 
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route
+from peerbus.compat import session_id, writable_shape
 from peerbus.payload import check_key, check_role, encode_payload
 from peerbus.receipts import iso
+from peerbus.shape import ForeignShape, quote
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,10 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
         rows.append((m, text, topic))
 
     def work(conn: sqlite3.Connection) -> list[int]:
-        when = iso(bus.now())
+        now = bus.now()
+        when = iso(now)
+        if bus.mode == "compat":
+            insert_sql, fills = _foreign_insert(bus, writable_shape(bus, conn), now)
         ids = []
         for m, text, topic in rows:
             if m.key is not None:
@@ -100,12 +107,7 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
                     (sender, m.recipient, topic, text, when, epoch),
                 )
             else:
-                cursor = conn.execute(
-                    """INSERT INTO main.returns (agent_role, recipient_role, task_id,
-                           payload_json, status, submitted_at)
-                       VALUES (?, ?, ?, ?, 'pending', ?)""",
-                    (sender, m.recipient, topic, text, when),
-                )
+                cursor = conn.execute(insert_sql, (sender, m.recipient, topic, text, *fills))
             ident = int(cursor.lastrowid or 0)
             if m.key is not None:
                 conn.execute(
@@ -117,6 +119,21 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
         return ids
 
     return bus.write(work, durable=True)
+
+
+def _foreign_insert(
+    bus: BusFile, shape: ForeignShape, now: float
+) -> tuple[str, tuple[str | int | float, ...]]:
+    """The INSERT for a foreign table: the contract columns, then the extra NOT NULL ones it
+    requires (shape.py says which we can fill honestly), stamps in the table's own format."""
+    stamp = shape.stamp.format(now)
+    extra = ("submitted_at", *shape.fills)
+    fills = tuple(session_id(bus) if c == "session_id" else stamp for c in extra)
+    names = ", ".join(quote(c) for c in extra)
+    marks = ", ".join("?" * len(extra))
+    sql = f"""INSERT INTO main.returns (agent_role, recipient_role, task_id, payload_json,
+                  status, {names}) VALUES (?, ?, ?, ?, 'pending', {marks})"""
+    return sql, fills
 
 
 def _sent_id(conn: sqlite3.Connection, bus: BusFile, key: str) -> int | None:

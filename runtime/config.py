@@ -136,8 +136,13 @@ class InstanceConfig(BaseModel):
 
     @field_validator("peer_poll_silent_types", mode="before")
     @classmethod
-    def _split_types(cls, value: Any) -> Any:
-        # The original accepted a comma-separated string as well as a list.
+    def _silent_types(cls, value: Any) -> Any:
+        # The original's `init` and its inbox toggle save null here: "use the default set".
+        if value is None:
+            return DEFAULT_SILENT_TYPES
+        # A string is split on commas, as its writer meant. The original did not split it: it
+        # read "ack,pong_ack" character by character, so such a file silenced nothing it named
+        # there. `mnemara migrate` rewrites the string as a list.
         if isinstance(value, str):
             return tuple(t.strip() for t in value.split(",") if t.strip())
         return value
@@ -169,6 +174,24 @@ class InstanceConfig(BaseModel):
         return None
 
 
+# Fields the original reads as "" when the file has null there (it keeps role_doc_path's null
+# and treats it as "no role doc"; it reads replay_policy_path with `or ""`).
+ORIGINAL_NULL_MEANS_EMPTY = ("role_doc_path", "replay_policy_path")
+
+
+def read_original_forms(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the original's nulls replaced by what the original meant by them.
+
+    The other original forms are read by validation itself: numbers written as strings by
+    pydantic's lax mode, the silent types' null and string by their validator.
+    `runtime/config_compat.py` is how `migrate` rewrites all of them in our forms.
+    """
+    return {
+        key: "" if value is None and key in ORIGINAL_NULL_MEANS_EMPTY else value
+        for key, value in data.items()
+    }
+
+
 def load_config(path: Path) -> InstanceConfig:
     """Read and validate a config file; any problem is a ConfigError naming file and field."""
     try:
@@ -188,7 +211,7 @@ def load_config(path: Path) -> InstanceConfig:
     if not isinstance(data, dict):
         raise ConfigError("must be a JSON object", path=path)
     try:
-        return InstanceConfig.model_validate(data)
+        return InstanceConfig.model_validate(read_original_forms(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or None

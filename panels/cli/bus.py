@@ -25,6 +25,7 @@ from panels.cli.busio import (
     TeamOpt,
     clean,
     emit,
+    notes_once,
     one_of,
     opened,
     plain,
@@ -120,7 +121,7 @@ def inbox(
     if name is None:
         raise fail("name the panel: `mnemara bus inbox --panel NAME`", EXIT_USAGE)
     roles = None if senders is None else [s for s in senders.split(",") if s.strip()]
-    with opened(db, team) as bus:
+    with opened(db, team, inspect=True) as bus:
         operator = read_inbox(bus, operator_route(name), senders=[], limit=limit)
         peers = read_inbox(bus, name, senders=roles, limit=limit)
     items = [{**plain(p), "operator_input": True} for p in operator] + [
@@ -191,7 +192,7 @@ def tail(
 
     from peerbus import history
 
-    with opened(db, team) as bus:
+    with opened(db, team, inspect=True) as bus:
         if after is None:
             rows = history(bus, limit=limit, role=panel) if limit else []
             newest = history(bus, limit=1)
@@ -213,7 +214,8 @@ def tail(
             with anyio.move_on_after(timeout):
                 await _follow(path, start, panel, left, as_json)
 
-        anyio.run(follow_until_timeout)
+        with notes_once():
+            anyio.run(follow_until_timeout)
 
 
 async def _follow(
@@ -225,7 +227,7 @@ async def _follow(
 ) -> None:
     from peerbus import open_bus
 
-    async with open_bus(path) as bus:
+    async with open_bus(path, inspect_only=True) as bus:
         while True:
             # Taken before the read: a row committed during it still wakes the wait.
             since = await bus.generation()
@@ -245,7 +247,7 @@ def stats(db: DbOpt = None, team: TeamOpt = None, as_json: JsonOpt = False) -> N
     """Rows by status, and per recipient: epoch, waiting, leased, done, failed, noise."""
     from peerbus import stats as read_stats
 
-    with opened(db, team) as bus:
+    with opened(db, team, inspect=True) as bus:
         result = read_stats(bus)
     if as_json:
         emit(result, True, str)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,9 +64,15 @@ def one_of(new: str | None, old: str | None, spelling: str) -> str | None:
 
 
 @contextmanager
-def opened(db: Path | None, team: str | None, *, create: bool = False) -> Iterator[BusFile]:
-    """Open the bus for one command (peerbus errors are reported with exit code 9)."""
-    from peerbus import close_bus, connect_bus
+def opened(
+    db: Path | None, team: str | None, *, create: bool = False, inspect: bool = False
+) -> Iterator[BusFile]:
+    """Open the bus for one command (peerbus errors are reported with exit code 9).
+
+    `inspect`: a read-only command, which must not create (or reset) a foreign table's
+    sidecar. peerbus's notes (the compatibility notice) are printed once, by `notes_once`.
+    """
+    from peerbus import BusOptions, close_bus, connect_bus
 
     path = resolve_path(db, team)
     if path.is_dir():
@@ -74,13 +81,44 @@ def opened(db: Path | None, team: str | None, *, create: bool = False) -> Iterat
         raise fail(f"no bus at {path}; check --db / --team, or send a message first", EXIT_BUS)
     if not path.parent.is_dir():
         raise fail(f"folder {path.parent} does not exist; create it first", EXIT_BUS)
-    bus = connect_bus(path)
-    if bus.notice:
-        typer.echo(f"mnemara: note: {bus.notice}", err=True)
+    with notes_once():
+        bus = connect_bus(path, BusOptions(inspect_only=inspect))
+        try:
+            yield bus
+        finally:
+            close_bus(bus)
+
+
+class _NoteHandler(logging.Handler):
+    """Prints each peerbus warning as one `mnemara: note:` line on stderr, once."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.said: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text not in self.said:
+            self.said.add(text)
+            typer.echo(f"mnemara: note: {text}", err=True)
+
+
+@contextmanager
+def notes_once() -> Iterator[None]:
+    """Route the `peerbus` logger to stderr for one command, each note said once.
+
+    peerbus logs its notice at open; echoing `bus.notice` as well printed it twice. Not
+    propagated, so logging's last-resort handler does not print it a second time.
+    """
+    logger = logging.getLogger("peerbus")
+    handler, propagate = _NoteHandler(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
     try:
-        yield bus
+        yield
     finally:
-        close_bus(bus)
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def clean(text: object, limit: int | None = None) -> str:

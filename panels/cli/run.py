@@ -45,6 +45,15 @@ def run(
             "like the instance, or the script's only one).",
         ),
     ] = None,
+    replay_backlog: Annotated[
+        bool,
+        typer.Option(
+            "--replay-backlog",
+            help="On the first run against a foreign peer table (peer_db_path), deliver the "
+            "rows already in it; by default they are skipped, from the original's "
+            "peer_poll_watermark or the table's highest id, as the original does.",
+        ),
+    ] = False,
 ) -> None:
     """Run an instance as a team of one and talk to it (its peer_poll settings work too).
 
@@ -69,7 +78,7 @@ def run(
 
         run_rehearsal(instance, rehearsal, panel, [], None)
         return
-    team = solo_team(instance)
+    team = solo_team(instance, replay_backlog=replay_backlog)
     if on_dashboard:
         from panels.cli.rehearse import checked_script
 

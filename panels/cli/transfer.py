@@ -85,8 +85,9 @@ def migrate(
 ) -> None:
     """Bring instance stores to the current schema (idempotent; converts original mnemara).
 
-    With --all, an instance in use (leased by a host) is reported and skipped, and the command
-    exits non-zero at the end.
+    An original instance's config.json is rewritten in our field forms (the old file kept as
+    config.json.bak-<stamp>) and its memory brought over. With --all, an instance in use
+    (leased by a host) is reported and skipped, and the command exits non-zero at the end.
     """
     from runtime.home import InstancePaths, list_instances
     from runtime.lease import InstanceLeasedError
@@ -114,7 +115,8 @@ def migrate(
             typer.echo(f"mnemara: skipped: {exc}", err=True)
             skipped.append(exc)
             continue
-        typer.echo(f"{name}: {report}")
+        for line in str(report).splitlines():
+            typer.echo(f"{name}: {line}")
         for line in str(memory).splitlines():
             typer.echo(f"{name}: {line}")
     if skipped:

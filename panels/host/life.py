@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -26,12 +27,15 @@ from panels.host.delivery import claim_limits, compose_turn, operator_route
 from panels.host.instances import prepare_panel
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
+from panels.host.services import HostServices
 from panels.host.states import PanelState
 from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
-from peerbus import Claim
+from panels.team import PanelSpec
+from peerbus import Claim, read_original_watermark
 from runtime.driver import ToolSpec
+from runtime.home import InstancePaths
 from runtime.session import Session, open_session
 
 OPERATOR_BATCH = 10
@@ -67,7 +71,9 @@ async def live(
         prepared.apply(session)
         runner.session = session
         runner.model = session.config.model
-        runner.epoch = await host.bus.register(spec.name, senders=spec.listens_to)
+        runner.epoch = await host.bus.register(
+            spec.name, senders=spec.listens_to, **await _take_over(host, spec)
+        )
         # What the panel writes is stamped with who wrote it (panel, epoch, turn).
         session.panel, session.epoch = spec.name, runner.epoch
         session.shared_memory = host.shared_memory
@@ -84,6 +90,23 @@ async def live(
             await _loop(runner, session, tickets)
         finally:
             runner.session = None
+
+
+async def _take_over(host: HostServices, spec: PanelSpec) -> dict[str, Any]:
+    """How a solo instance's route starts on a foreign table the original polled: at the
+    original's `peer_poll_watermark`, else at the table's highest id (the original skips the
+    backlog on first enable too), else from the first row when the operator asks. Only the
+    route's first registration uses it; an empty dict keeps the bus's own start."""
+    if not host.team.take_over_original or host.bus.mode != "compat":
+        return {}
+    mark = InstancePaths.for_name(spec.instance, host.home).root / "peer_poll_watermark"
+    start = await anyio.to_thread.run_sync(read_original_watermark, mark)
+    return {
+        "take_over": True,
+        "start_after": start,
+        "original_watermark": mark,
+        "replay_backlog": host.team.replay_backlog,
+    }
 
 
 async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None:

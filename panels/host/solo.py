@@ -40,6 +40,7 @@ def solo_team(
     *,
     home: Path | None = None,
     cwd: Path | None = None,
+    replay_backlog: bool = False,
 ) -> TeamSpec:
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
@@ -75,4 +76,6 @@ def solo_team(
         budget=TeamBudget(),
         panels=(panel,),
         silent_types=tuple(config.peer_poll_silent_types) if foreign else None,
+        take_over_original=foreign,
+        replay_backlog=replay_backlog,
     )

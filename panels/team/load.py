@@ -77,6 +77,11 @@ class TeamSpec:
     # Protocol-noise types the bus acks without a turn; None: the bus's default set.
     silent_types: tuple[str, ...] | None = None
     shared_memory: bool = False  # `[team] memory = "shared"`
+    # A solo instance switched over from the original's peer poll on a foreign table: its
+    # route starts at the original's watermark (or the table's highest id), unless the
+    # operator asked for the backlog (`mnemara run --replay-backlog`).
+    take_over_original: bool = False
+    replay_backlog: bool = False
 
     @property
     def memory_dir(self) -> Path:

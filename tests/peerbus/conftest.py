@@ -1,8 +1,9 @@
 """Fixtures for the bus tests: a fake clock, and the bus flavours the conformance suite runs.
 
 `flavour` is the conformance suite's one seam: "owned" is a bus file peerbus creates,
-"compat" is a `returns` table made by hand with only the seven contract columns. A second
-backend joins the suite by adding a param here.
+"compat" is a `returns` table made by hand: the seven contract columns, the original's
+wider table (`session_id` NOT NULL, `processed_at`, `completed_at`), or one with extra NOT
+NULL columns that have defaults. A second backend joins the suite by adding a param here.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ class FakeClock:
         self.now += seconds
 
 
-def make_foreign(path: Path) -> Path:
+def make_foreign(path: Path, shape: str = "seven") -> Path:
     """A bus file as an operator (or the original mnemara) would create it by hand."""
     conn = sqlite3.connect(path)
-    conn.executescript(HAND_MADE_DDL)
+    conn.executescript(FOREIGN_DDLS[shape])
     conn.close()
     return path
 
@@ -54,9 +55,13 @@ def raw_insert(path: Path, recipient: str | None, payload: str, sender: str = "a
     """Insert a row the way a foreign writer might: any payload text, no checks."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        # A wider foreign table (the original's) also requires a session_id.
+        wide = any(r[1] == "session_id" for r in conn.execute("PRAGMA table_info(returns)"))
+        extra = (", session_id", ", 'raw-writer'") if wide else ("", "")
         cursor = conn.execute(
-            """INSERT INTO returns (agent_role, recipient_role, task_id, payload_json, status,
-                   submitted_at) VALUES (?, ?, NULL, ?, 'pending', '2026-01-01T00:00:00')""",
+            f"""INSERT INTO returns (agent_role, recipient_role, task_id, payload_json, status,
+                   submitted_at{extra[0]})
+                VALUES (?, ?, NULL, ?, 'pending', '2026-01-01T00:00:00'{extra[1]})""",
             (sender, recipient, payload),
         )
         return int(cursor.lastrowid or 0)
@@ -79,16 +84,72 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["owned", "compat"])
+# The original's own wider table: rows written there stamp `datetime('now')` themselves.
+ORIGINAL_WIDE_DDL = """
+CREATE TABLE returns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    agent_role TEXT NOT NULL,
+    task_id TEXT,
+    submitted_at TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    processed_at TEXT,
+    completed_at TEXT,
+    recipient_role TEXT
+);
+CREATE INDEX idx_returns_status ON returns(status);
+CREATE INDEX idx_returns_recipient ON returns(recipient_role);
+"""
+
+# Extra NOT NULL columns with DEFAULTs, and a `datetime('now')` default for submitted_at.
+DEFAULTS_DDL = """
+CREATE TABLE returns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_role TEXT,
+    recipient_role TEXT,
+    task_id TEXT,
+    payload_json TEXT,
+    status TEXT NOT NULL DEFAULT 'pending',
+    submitted_at TEXT NOT NULL DEFAULT (datetime('now')),
+    session_id TEXT NOT NULL DEFAULT 'anonymous',
+    priority INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+)
+"""
+
+FOREIGN_DDLS = {"seven": HAND_MADE_DDL, "wide": ORIGINAL_WIDE_DDL, "defaults": DEFAULTS_DDL}
+
+
+class Flavour(str):
+    """A flavour name that also carries the foreign table's shape. It equals its mode
+    ("owned" / "compat"), so the tests' `flavour == "compat"` checks cover every shape."""
+
+    shape: str
+
+    def __new__(cls, mode: str, shape: str = "seven") -> Flavour:
+        made = super().__new__(cls, mode)
+        made.shape = shape
+        return made
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(Flavour("owned"), id="owned"),
+        pytest.param(Flavour("compat"), id="compat"),
+        pytest.param(Flavour("compat", "wide"), id="compat-wide"),
+        pytest.param(Flavour("compat", "defaults"), id="compat-defaults"),
+    ]
+)
 def flavour(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    return request.param  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def bus_path(tmp_path: Path, flavour: str) -> Path:
     path = tmp_path / "bus.sqlite"
     if flavour == "compat":
-        make_foreign(path)
+        make_foreign(path, getattr(flavour, "shape", "seven"))
     return path
 
 

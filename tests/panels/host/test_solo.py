@@ -161,3 +161,48 @@ async def test_down_from_another_process_ends_the_solo_face(
         never.set()
     assert "(the host was stopped: leaving)" in screen.getvalue()
     assert not team.pid_path.exists()
+
+
+def _rows(db: Path, *texts: str) -> None:
+    conn = sqlite3.connect(db)
+    for text in texts:
+        conn.execute(
+            "INSERT INTO returns (agent_role, recipient_role, payload_json, submitted_at) "
+            "VALUES ('panel-a', 'panel-b', ?, 'now')",
+            (f'{{"type": "task", "text": "{text}"}}',),
+        )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("watermark", ["original", "none", "replay"])
+async def test_switching_over_from_the_original_brings_no_history(
+    anyio_backend: str, tmp_path: Path, mnemara_home: Path, watermark: str
+) -> None:
+    db = tmp_path / "peer_messages.db"
+    conn = sqlite3.connect(db)
+    conn.execute(FOREIGN_DDL)
+    conn.commit()
+    conn.close()
+    _rows(db, "old one", "old two", "seen by nobody")
+    make_instance(mnemara_home, "panel-b", peer_poll_enabled=True, peer_db_path=str(db),
+                  peer_poll_roles="panel-a")  # fmt: skip
+    if watermark == "original":  # the original delivered rows 1 and 2, not 3
+        (mnemara_home / "panel-b" / "peer_poll_watermark").write_text("2\n")
+    team = solo_team("panel-b", cwd=tmp_path, replay_backlog=watermark == "replay")
+    driver = ScriptedDriver([reply("got it"), reply("again")])
+    screen = Screen()
+    terminal = Terminal(out=screen, read_line=feeder(["@got it@/quit"], screen))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: run_face(team, terminal, drivers=lambda spec: driver))
+        await anyio.to_thread.run_sync(screen.wait_for, "/quit leaves")
+        _rows(db, "new")
+        await anyio.to_thread.run_sync(screen.wait_for, "got it")
+    delivered = " ".join(str(r.blocks[-1]["text"]) for r in driver.requests)
+    expected = {
+        "original": ["seen by nobody", "new"],
+        "none": ["new"],
+        "replay": ["old one", "old two", "seen by nobody", "new"],
+    }[watermark]
+    for text in ("old one", "old two", "seen by nobody", "new"):
+        assert (text in delivered) == (text in expected), (text, delivered)
