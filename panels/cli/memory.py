@@ -109,9 +109,8 @@ def search(
     if kind is not None and kind not in KINDS:
         raise fail(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}", EXIT_USAGE)
     with opened(instance) as (_, memory):
-        index = memory.index()
-        empty = index.count() == 0
-        hits = [] if empty else index.search(query, k, kind=kind)
+        hits = memory.search(query, k, kind)
+        empty = not hits and memory.index().count() == 0
     if as_json:
         items = [
             {
@@ -156,14 +155,14 @@ def index(instance: InstanceOpt) -> None:
 def reindex(instance: InstanceOpt) -> None:
     """Drop the search index and build it again from notes and wiki with the configured
     embedder (needed after changing rag_embed_url or rag_embed_model)."""
+    from runtime.memory.lance import drop_lance_index
     from runtime.memory.memory import sync_index
-    from runtime.memory.migrate import drop_index
     from runtime.memory.progress import progress_bar
 
     with opened(instance, ("memory reindex", "reindex it")) as (paths, memory):
         if not memory.config.rag_enabled:
             memory.index()  # raises: search is off, said the house way
-        drop_index(paths.index)
+        drop_lance_index(paths.index)
         bar = progress_bar(0, "indexing")
         try:
             synced = sync_index(memory, bar)

@@ -72,9 +72,18 @@ def run(
         raise fail(
             "--panel chooses a panel of a rehearsal script: give --rehearsal FILE", EXIT_USAGE
         )
+    if replay_backlog and not solo_team(instance).take_over_original:
+        raise fail(
+            "--replay-backlog is for an instance that polls a foreign table "
+            "(peer_poll_enabled with peer_db_path in its config.json); this one does not",
+            EXIT_USAGE,
+        )
     on_dashboard = wants_dashboard(no_tui)
     if rehearsal is not None and not on_dashboard:
         from panels.cli.rehearse import run_rehearsal
+
+        if replay_backlog:
+            raise fail("--replay-backlog does not apply to a rehearsal without the dashboard", 2)
 
         run_rehearsal(instance, rehearsal, panel, [], None)
         return

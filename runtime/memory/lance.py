@@ -116,14 +116,6 @@ class LanceIndex:
 
     # -- beyond the protocol -------------------------------------------------------------
 
-    def reset(self) -> None:
-        """Drop the `atoms` table and start an empty one for this embedder (reindex)."""
-        with self._guard():
-            self._db.drop_table(TABLE, ignore_missing=True)
-            self._table = None
-            if self.embedder.dims:
-                self._table = self._create(self.embedder.dims)
-
     def has_ann_index(self) -> bool:
         if self._table is None:
             return False
@@ -297,6 +289,29 @@ def open_lance_index(
     with index._guard():
         index._open_existing()
     return index
+
+
+def drop_lance_index(index: Path) -> None:
+    """Drop the `atoms` table, whatever embedder built it (`mnemara memory reindex`).
+
+    Done without opening the index: opening refuses a table built by another embedder, which
+    is the very case a reindex is for. The original's `memories` table is not touched.
+    """
+    import lancedb
+
+    if not index.is_dir():
+        return
+    try:
+        db = lancedb.connect(index)
+        if TABLE in db.list_tables().tables:
+            db.drop_table(TABLE)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise EngineUnavailableError(
+            f"the search index cannot be dropped ({exc}); delete {index / (TABLE + '.lance')} "
+            "by hand and run the command again",
+            store="index",
+            path=index,
+        ) from None
 
 
 def _row(atom: Atom, vector: list[float], quarantined: bool) -> dict[str, Any]:

@@ -26,9 +26,9 @@ import anyio.to_thread
 
 from runtime.config import InstanceConfig
 from runtime.debuglog import DebugLog
-from runtime.errors import EngineUnavailableError
+from runtime.errors import EngineUnavailableError, MemoryStoreError
 from runtime.home import InstancePaths
-from runtime.memory.model import Atom, Provenance
+from runtime.memory.model import Atom, Hit, Provenance
 from runtime.memory.notes import FileNotes
 from runtime.memory.protocols import (
     GraphStore,
@@ -107,12 +107,18 @@ class Memory:
                     "search is off (rag_enabled is false in config.json)", store="index"
                 )
             self._index = self._opened("index", self._open_index)
-        if self.quarantine is not None and self._quarantine_seen != frozenset(
-            self.quarantine.keys()
-        ):
-            self._quarantine_seen = frozenset(self.quarantine.keys())
+        held = frozenset(self.quarantine.keys()) if self.quarantine is not None else None
+        if held is not None and self._quarantine_seen != held:
+            self._quarantine_seen = held
             sync_index(self)  # a turn was quarantined or released since the last look
         return self._index
+
+    def search(self, query: str, k: int = 5, kind: str | None = None) -> list[Hit]:
+        """The nearest notes and pages to `query` (MemoryStoreError for an empty query)."""
+        if not query.strip():
+            raise MemoryStoreError("nothing to search for: the query is empty")
+        index = self.index()
+        return index.search(query, k, kind=kind) if index.count() else []
 
     def indexable(self, atom: Atom) -> Atom:
         """The atom as search may see it: a quarantined wiki section masked."""
@@ -169,6 +175,8 @@ class Memory:
     ) -> Written:
         """`write_memory`: the note; the wiki page when the category is `wiki/<slug>`; the
         index; the graph."""
+        if not text.strip() and not payload:
+            raise MemoryStoreError("nothing to write (empty text and no payload)")
         # A bad page name is refused before anything is written: no note without its page.
         slug = check_slug(category.removeprefix("wiki/")) if category.startswith("wiki/") else None
         note = self.notes.append(text, category, payload, provenance)
@@ -245,9 +253,9 @@ def sync_index(memory: Memory, progress: Progress | None = None) -> Synced:
     if gone:
         index.delete(gone)
     if memory.quarantine is not None:
-        held = [note.source for note in notes if memory.quarantine.holds(note.provenance)]
-        index.set_quarantined([n.source for n in notes if n.source not in set(held)], False)
-        index.set_quarantined(held, True)
+        held = {note.source for note in notes if memory.quarantine.holds(note.provenance)}
+        index.set_quarantined([n.source for n in notes if n.source not in held], False)
+        index.set_quarantined(sorted(held), True)
     return Synced(added, len(changed) - added, len(gone), len(atoms) - len(changed))
 
 

@@ -249,31 +249,6 @@ def _changed(synced: Synced) -> bool:
     return bool(synced.added or synced.updated or synced.removed)
 
 
-def drop_index(index: Path) -> None:
-    """Drop the `atoms` table, whatever embedder built it (`mnemara memory reindex`).
-
-    Done without opening the index: opening refuses a table built by another embedder, which
-    is the very case a reindex is for. The original's `memories` table is not touched.
-    """
-    import lancedb
-
-    from runtime.memory.lance import TABLE
-
-    if not index.is_dir():
-        return
-    try:
-        db = lancedb.connect(index)
-        if TABLE in db.list_tables().tables:
-            db.drop_table(TABLE)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise EngineUnavailableError(
-            f"the search index cannot be dropped ({exc}); delete {index / (TABLE + '.lance')} "
-            "by hand and run the command again",
-            store="index",
-            path=index,
-        ) from None
-
-
 # -- graph -------------------------------------------------------------------------------------
 
 

@@ -1,9 +1,9 @@
 """The values memory deals in: atoms (what is remembered), search hits, graph nodes, provenance.
 
 An atom is one unit of memory with a stable `source` key: a note block
-(`memory/2026-12-01.md#3f2a9c0b1d7e`), a wiki page (`wiki/deploy/checklist`) or a manual
-index entry (`manual/<id>`). The index upserts by source, so a page written twice is one row;
-replay and quarantine name atoms by source too.
+(`memory/2026-12-01.md#3f2a9c0b1d7e`) or a wiki page (`wiki/deploy/checklist`). The index
+upserts by source, so a page written twice is one row; replay and quarantine name atoms by
+source too. (The original's manual index entries become notes when an instance migrates.)
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-AtomKind = Literal["note", "wiki", "manual"]
-ATOM_KINDS: tuple[AtomKind, ...] = ("note", "wiki", "manual")
+AtomKind = Literal["note", "wiki"]
 
 
 @dataclass(frozen=True)

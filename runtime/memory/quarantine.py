@@ -50,6 +50,9 @@ class Entry:
 class Quarantine:
     def __init__(self, ledger: Path) -> None:
         self.ledger = ledger
+        # The ledger as last read, keyed by the file's (mtime, size): `holds` is asked once
+        # per note or node, and the file changes only when a turn is halted or released.
+        self._read: tuple[tuple[int, int] | None, list[Entry]] = (None, [])
 
     def add(self, provenance: Provenance, reason: str) -> None:
         self._record("quarantine", key_of(provenance), reason)
@@ -63,9 +66,17 @@ class Quarantine:
 
     def entries(self) -> list[Entry]:
         """The turns quarantined now, in the order they were quarantined."""
-        active: dict[Key, Entry] = {}
-        if not self.ledger.is_file():
+        try:
+            info = self.ledger.stat()
+        except FileNotFoundError:
             return []
+        stamp = (info.st_mtime_ns, info.st_size)
+        if self._read[0] != stamp:
+            self._read = (stamp, self._parse())
+        return list(self._read[1])
+
+    def _parse(self) -> list[Entry]:
+        active: dict[Key, Entry] = {}
         for line in self.ledger.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 item = json.loads(line)

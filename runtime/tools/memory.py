@@ -29,8 +29,6 @@ def memory_tools(ctx: ToolContext) -> list[ToolSpec]:
             category = "observation" if payload else "note"
         if len(category) > MAX_CATEGORY:
             return refuse(f"write_memory: category is longer than {MAX_CATEGORY} characters")
-        if not a["text"].strip() and not payload:
-            return refuse("write_memory: nothing to write (empty text and no payload)")
         memory = ctx.memory
         written = await memory.run(
             memory.remember, a["text"], category, payload or None, ctx.provenance()

@@ -140,8 +140,7 @@ def search_tools(ctx: ToolContext) -> list[ToolSpec]:
     async def memory_search(a: Args) -> ToolOutput:
         kind = None if a["kind"] == "any" else a["kind"]
         memory = _memory(ctx, a["scope"] == "team")
-        index = await memory.run(memory.index)
-        hits = await memory.run(lambda: index.search(a["query"], a["k"], kind=kind))
+        hits = await memory.run(memory.search, a["query"], a["k"], kind)
         return ok(render_hits(a["query"], hits))
 
     async def memory_index(a: Args) -> ToolOutput:

@@ -50,6 +50,7 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-i", "ghost", "x"], INSTANCE),
         (["-i", "inst", "x", "-k", "0"], USAGE),
         (["-i", "inst", "x", "--kind", "manual"], USAGE),
+        (["-i", "inst", " "], 1),  # nothing to search for
     ],
     "memory index": [([], USAGE), (["-i", "ghost"], INSTANCE), (["-i", "../x"], INSTANCE)],
     "memory reindex": [([], USAGE), (["-i", "ghost"], INSTANCE)],
@@ -89,7 +90,12 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
     ],
     "clear": [([], USAGE), (["-i", "ghost"], INSTANCE), (["-i", "a/b"], INSTANCE)],
     "delete": [([], USAGE), (["-i", "ghost", "--force"], INSTANCE), (["-i", "inst"], USAGE)],
-    "note": [([], USAGE), (["-i", "inst"], USAGE), (["-i", "ghost", "hi"], INSTANCE)],
+    "note": [
+        ([], USAGE),
+        (["-i", "inst"], USAGE),
+        (["-i", "ghost", "hi"], INSTANCE),
+        (["-i", "inst", "  "], 1),  # nothing to write
+    ],
     "role": [
         ([], USAGE),
         (["-i", "ghost"], INSTANCE),
@@ -125,6 +131,7 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-i", "inst", "--rehearsal", "{dir}"], USAGE),
         (["-i", "inst", "--rehearsal", "{missing}"], CONFIG),
         (["-i", "inst", "--rehearsal", "{two}", "-p", "zz"], USAGE),
+        (["-i", "inst", "--replay-backlog"], USAGE),  # no foreign table to replay
     ],
     "rehearse": [
         ([], USAGE),

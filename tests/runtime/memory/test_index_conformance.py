@@ -280,19 +280,21 @@ def test_an_index_built_with_another_embedder_asks_for_reindex(
     assert "mnemara memory reindex --instance" in message and caught.value.store == "index"
 
 
-def test_reset_drops_atoms_for_the_current_embedder_and_leaves_memories_alone(
+def test_dropping_the_index_drops_atoms_and_leaves_memories_alone(
     tmp_path: Path,
 ) -> None:
     import lancedb
     import pyarrow as pa
 
-    from runtime.memory.lance import open_lance_index
+    from runtime.memory.lance import drop_lance_index, open_lance_index
 
     db = lancedb.connect(tmp_path / "index")  # the original mnemara's table, 768-d
     db.create_table("memories", schema=pa.schema([pa.field("vector", pa.list_(pa.float32(), 768))]))
     index = open_lance_index(tmp_path / "index", fake_embedder())
     index.upsert(three())
-    index.reset()
+    index.close()
+    drop_lance_index(tmp_path / "index")
+    index = open_lance_index(tmp_path / "index", fake_embedder())
     assert index.count() == 0 and index.search(DEPLOY) == []
     index.upsert(three()[:1])
     assert index.count() == 1

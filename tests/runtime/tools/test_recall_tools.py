@@ -58,6 +58,8 @@ async def test_wiki_tools_append_replace_and_list(instance: InstancePaths) -> No
         ("wiki_list", {"prefix": "deploy/"}),
         ("wiki_read", {"page": "../../etc/passwd"}),
         ("wiki_read", {"page": "missing"}),
+        ("memory_search", {"query": "  "}),
+        ("write_memory", {"text": " "}),
     )
     assert out["c0"] == (
         False,
@@ -71,6 +73,8 @@ async def test_wiki_tools_append_replace_and_list(instance: InstancePaths) -> No
     assert out["c4"] == (False, "deploy/checklist")
     assert out["c5"][0] and "lower-case letters" in out["c5"][1]
     assert out["c6"] == (False, "no wiki page 'missing'; wiki_list shows the pages")
+    assert out["c7"] == (True, "memory_search: nothing to search for: the query is empty")
+    assert out["c8"] == (True, "write_memory: nothing to write (empty text and no payload)")
 
 
 async def test_graph_tools_link_and_walk(instance: InstancePaths) -> None:
