@@ -18,6 +18,7 @@ from peerbus.errors import (
     PayloadNotObjectError,
     PayloadTooLargeError,
 )
+from peerbus.jsonload import JsonLimitError, load_json
 
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
 MAX_KEY = 200
@@ -109,9 +110,9 @@ def decode_payload(
     if text is None:
         return Refusal("payload_json is not text")
     try:
-        value = json.loads(text)
-    except RecursionError:
-        return Refusal("payload JSON nests too deep to parse")
+        value = load_json(text, max_depth=max_depth)
+    except JsonLimitError:
+        return Refusal(f"payload JSON nests too deep (deeper than {max_depth} levels)")
     except ValueError as exc:
         return Refusal(f"payload is not valid JSON ({exc})")
     if not isinstance(value, dict):

@@ -13,6 +13,7 @@ from collections.abc import Collection
 from peerbus.busfile import BusFile
 from peerbus.candidates import Route, open_rows_sql
 from peerbus.compat import foreign_shape
+from peerbus.jsonload import load_json
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
 
 
@@ -171,7 +172,7 @@ def stats(bus: BusFile) -> BusStats:
             f"""SELECT recipient, epoch, senders_json, watermark, noise_acked, last_claim_at
                   FROM {bus.state}.peerbus_recipients ORDER BY recipient"""
         ).fetchall():
-            route = Route(name, None if senders is None else tuple(json.loads(senders)))
+            route = Route(name, None if senders is None else tuple(load_json(senders)))
             owed_rows = open_rows_sql(bus, columns="d.state AS state, d.lease_until AS until")
             owed = conn.execute(
                 f"""SELECT count(*), coalesce(sum(state = 'leased' AND until > :now), 0)

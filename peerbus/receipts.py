@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from peerbus.busfile import BusFile, note_seen
 from peerbus.candidates import Route, open_rows_sql
 from peerbus.compat import queue_done
+from peerbus.jsonload import load_json
 
 
 def iso(ts: float) -> str:
@@ -124,7 +125,7 @@ def advance_watermark(conn: sqlite3.Connection, bus: BusFile, recipient: str) ->
     if row is None:
         return 0
     current = int(row[0])
-    route = Route(recipient, None if row[1] is None else tuple(json.loads(row[1])))
+    route = Route(recipient, None if row[1] is None else tuple(load_json(row[1])))
     oldest = conn.execute(
         open_rows_sql(bus, columns="r.id", order_limit=" ORDER BY 1 LIMIT 1"),
         route.params(current),

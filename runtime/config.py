@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runtime.errors import ConfigError
 from runtime.guard.settings import LimitsConfig
+from runtime.jsonload import load_json
 
 ToolMode = Literal["allow", "ask", "deny"]
 GraphEngine = Literal["ladybug", "kuzu"]
@@ -201,7 +202,7 @@ def load_config(path: Path) -> InstanceConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read ({exc}); fix or restore the file", path=path) from exc
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "

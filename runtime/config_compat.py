@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from runtime.config import InstanceConfig, read_original_forms, write_text_atomic
 from runtime.errors import ConfigError
+from runtime.jsonload import load_json
 
 # Every field the original's `init` writes (its Config dataclass, in its order). Of these,
 # replay_cluster_within_category is unknown to us and is kept as it is.
@@ -139,7 +140,7 @@ def apply_config_rewrite(path: Path, *, now: datetime | None = None) -> ConfigMi
         return ConfigMigration(path, absent=True)
     try:
         raw = path.read_bytes()
-        data = json.loads(raw)
+        data = load_json(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read ({exc}); fix or restore the file", path=path) from exc
     if not isinstance(data, dict):

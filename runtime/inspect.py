@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.config import InstanceConfig
+from runtime.jsonload import load_json
 from runtime.rows import Row, Slot, estimate_tokens, text_of
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class WindowSummary:
 
 def _json_meta(meta: dict[str, str], key: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(meta[key]) if meta.get(key) else None
+        value = load_json(meta[key]) if meta.get(key) else None
     except json.JSONDecodeError:
         return None  # a damaged meta value is not worth failing `show` over
     return value if isinstance(value, dict) else None

@@ -36,6 +36,7 @@ from types import TracebackType
 
 from runtime.errors import InstanceError, InstanceNotFoundError
 from runtime.home import InstancePaths
+from runtime.jsonload import load_json
 
 __all__ = [
     "LEASE_FILE",
@@ -111,7 +112,7 @@ class InstanceLeasedError(InstanceError):
 def parse_owner(raw: bytes) -> LeaseOwner | None:
     """The owner a lease file names; None for empty, partial, foreign or newer content."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = load_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("format") != _FORMAT:

@@ -10,7 +10,6 @@ stripped before they reach the terminal. Errors are one line on stderr and an ex
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -77,9 +76,11 @@ def send(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit one message. The sender is --from (default `operator`), never the payload."""
+    from peerbus.jsonload import load_json
+
     text = sys.stdin.read() if payload == "-" else payload
     try:
-        value = json.loads(text)
+        value = load_json(text)
     except ValueError as exc:
         raise fail(f"the payload is not JSON ({exc}); give a JSON object", EXIT_USAGE) from None
     from peerbus import submit

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.errors import EXIT_CONFIG, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import InstanceOpt, not_negative
 
 if TYPE_CHECKING:
@@ -91,14 +91,21 @@ def list_() -> None:
     if not names:
         typer.echo(f"no instances under {mnemara_home()}; create one with `mnemara init`")
         return
+    broken = 0
     for name in names:
         paths = InstancePaths.for_name(name)
         try:
             cfg = load_config(paths.config)
             detail = f"model={cfg.model} role={cfg.role_doc_path or '-'}"
         except ConfigError as exc:
+            broken += 1
             detail = f"(config problem: {exc})"
         typer.echo(f"{name}\t{detail}")
+    if broken:
+        # Every instance is listed first; the exit code then tells a script that one is unusable.
+        raise fail(
+            f"{broken} instance(s) above have a config problem: fix the files named", EXIT_CONFIG
+        )
 
 
 @reports_errors

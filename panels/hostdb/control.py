@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from panels.hostdb.schema import write
 from panels.hostdb.verbs import Verb
+from runtime.jsonload import load_json
 
 CommandState = Literal["pending", "done", "failed"]
 
@@ -53,7 +54,7 @@ def submit_command(
 
 def _command(row: tuple[Any, ...]) -> Command:
     try:
-        args = json.loads(row[4]) if row[4] else {}
+        args = load_json(row[4]) if row[4] else {}
     except ValueError:
         args = None  # refused by parse_verb, with the reason
     return Command(int(row[0]), float(row[1]), row[2], str(row[3]), args, row[5], row[6], row[7])

@@ -17,6 +17,7 @@ from typing import Any
 from panels.hostdb.catalogue import HostEvent, UnknownEvent, decode
 from panels.hostdb.control import CommandAnswer, answer_in
 from panels.hostdb.schema import write
+from runtime.jsonload import load_json
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def logged_from_row(row: Sequence[Any]) -> Logged:
     `UnknownEvent`); every reader of the log, sync or async, goes through here."""
     ident, ts, panel, kind = int(row[0]), float(row[1]), row[2], str(row[3])
     try:
-        data = json.loads(row[4])
+        data = load_json(row[4])
     except ValueError:
         return Logged(ident, ts, UnknownEvent(panel=panel, stored_kind=kind, why="data not JSON"))
     if not isinstance(data, dict):

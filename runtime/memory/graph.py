@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import MemoryStoreError
+from runtime.jsonload import load_json
 from runtime.memory.engines import GraphEngine, database_path, import_engine, open_database
 from runtime.memory.linking import link_note, link_page, rebuild_graph
 from runtime.memory.model import GraphNode, QueryResult
@@ -309,7 +310,7 @@ def _decode(text: Any) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = load_json(text)
     except (TypeError, ValueError):
         return {"_raw": str(text)}
     return value if isinstance(value, dict) else {"_raw": str(text)}

@@ -20,7 +20,6 @@ that finishes the job; notes and wiki are migrated all the same.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +35,7 @@ from runtime.config import (
 )
 from runtime.errors import EngineUnavailableError, MemoryStoreError
 from runtime.home import InstancePaths
+from runtime.jsonload import load_json
 from runtime.memory.memory import Memory, Synced, open_memory, sync_index
 from runtime.memory.protocols import Progress
 from runtime.memory.slugs import MAX_SEGMENT, check_slug, page_path, suggest_slug
@@ -92,7 +92,7 @@ def migrate_memory(paths: InstancePaths, progress: Progress | None = None) -> Me
 def switch_embedder(paths: InstancePaths, done: MemoryMigration) -> bool:
     """Replace the original's default embedder in config.json; True when it was (or is) one."""
     try:
-        data = json.loads(paths.config.read_text(encoding="utf-8"))
+        data = load_json(paths.config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False  # a missing or broken config is the turn store's migration to report
     if not isinstance(data, dict):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from runtime.config import write_json_atomic
 from runtime.errors import PolicyError
+from runtime.jsonload import load_json
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 
 
@@ -75,7 +76,7 @@ def load_rules(path: Path) -> RuleSet:
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(f"cannot read ({exc}); fix or remove the file", path=path) from exc
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
     except json.JSONDecodeError as exc:
         raise PolicyError(
             f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "

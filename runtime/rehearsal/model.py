@@ -9,11 +9,11 @@ and, when its prompt stopped matching the previous request of its panel, where.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.jsonload import load_json
 from runtime.rehearsal.cache import PromptCache
 from runtime.rehearsal.errors import CacheRuleError, RehearsalError
 from runtime.rehearsal.layout import Layout, visible_text
@@ -88,7 +88,7 @@ class RehearsalModel:
     def count_tokens(self, panel: str, raw: bytes, path: str) -> Answer:
         self.other_requests.append(OtherRequest("POST", path, panel, 200))
         try:
-            body = json.loads(raw)
+            body = load_json(raw)
             if not isinstance(body, dict):
                 raise ValueError
         except ValueError:
@@ -99,7 +99,7 @@ class RehearsalModel:
         """Answer one `POST /v1/messages` for `panel` (which must exist)."""
         now = self.clock()
         try:
-            body = json.loads(raw)
+            body = load_json(raw)
             if not isinstance(body, dict):
                 raise ValueError
         except ValueError:

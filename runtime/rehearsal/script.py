@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from runtime.jsonload import load_toml
 from runtime.rehearsal.errors import ScriptError
 from runtime.rehearsal.matching import PanelScript, Rule, Script, When
 from runtime.rehearsal.replies import (
@@ -154,7 +155,7 @@ class ScriptModel(_Model):
 def parse_script(text: str, *, source: Path | str = "<script>") -> Script:
     """Parse a script from TOML text; `source` names the file in errors."""
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScriptError(f"not valid TOML: {exc}", path=source) from exc
     try:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+from runtime.jsonload import STORED_DEPTH, load_json
 from runtime.rows import Block, Marker, NewRow, OutboxEntry, Role, Row, RowStatus, Slot, send_label
 
 ROW_COLUMNS = (
@@ -54,7 +55,7 @@ def encode_blocks(blocks: Sequence[Block]) -> str:
 
 
 def decode_blocks(text: str) -> tuple[Block, ...]:
-    value = json.loads(text)
+    value = load_json(text, max_depth=STORED_DEPTH)
     if not isinstance(value, list) or not all(isinstance(b, dict) for b in value):
         raise ValueError("blocks must be a JSON list of objects")
     return tuple(cast(list[Block], value))
@@ -65,7 +66,7 @@ def encode_ids(ids: Sequence[int]) -> str:
 
 
 def decode_ids(text: str) -> tuple[int, ...]:
-    return tuple(int(i) for i in json.loads(text))
+    return tuple(int(i) for i in load_json(text))
 
 
 def new_row_values(row: NewRow, ts: str, status: RowStatus) -> tuple[Any, ...]:
@@ -147,7 +148,7 @@ def decode_outbox_entry(values: tuple[Any, ...]) -> OutboxEntry:
         position=int(position),
         recipient=None if recipient is None else str(recipient),
         topic=None if topic is None else str(topic),
-        payload=cast(dict[str, Any], json.loads(payload)),
+        payload=cast(dict[str, Any], load_json(payload, max_depth=STORED_DEPTH)),
         created_at=str(created_at),
         published_at=None if published_at is None else str(published_at),
         message_id=None if message_id is None else int(message_id),

@@ -10,7 +10,6 @@ promises raise ExportFormatError naming the file and line.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.errors import ExportFormatError
+from runtime.jsonload import STORED_DEPTH, load_json
 from runtime.rows import Block, Marker, Role, Row, RowStatus, Slot
 from runtime.store.codec import dump_json
 from runtime.store.snapshot import StoreSnapshot
@@ -175,7 +175,7 @@ def _parse_header(path: Path, number: int, text: str) -> Header:
 
 def _load(path: Path, number: int, text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = load_json(text, max_depth=STORED_DEPTH)
     except (ValueError, RecursionError) as exc:
         raise _error(path, number, f"not valid JSON ({exc})") from exc
     if not isinstance(data, dict):

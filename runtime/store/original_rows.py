@@ -9,13 +9,13 @@ is kept as a text block, and the original file is backed up before conversion (s
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.jsonload import STORED_DEPTH, load_json
 from runtime.rows import Block, Role, Row, estimate_tokens
 from runtime.store.codec import dump_json
 
@@ -176,7 +176,7 @@ def _timestamp(value: Any) -> str:
 
 def _parse_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return load_json(text, max_depth=STORED_DEPTH)
     except (ValueError, RecursionError):
         return _UNPARSED
 

@@ -6,10 +6,9 @@ the turn in flight, which the eviction tools refuse to delete.
 
 from __future__ import annotations
 
-import json
-
 from runtime.driver import ToolOutput, ToolSpec
 from runtime.inspect import describe_row
+from runtime.jsonload import load_json
 from runtime.rows import Row
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
@@ -81,9 +80,9 @@ def window_tools(ctx: ToolContext) -> list[ToolSpec]:
             slots=await store.slots(),
             manifest=await ctx.manifest_text(),
             config=ctx.config,
-            last_usage=json.loads(meta_usage) if meta_usage else None,
+            last_usage=load_json(meta_usage) if meta_usage else None,
             spend=ctx.spend(),
-            halt=json.loads(meta_halt) if meta_halt else None,
+            halt=load_json(meta_halt) if meta_halt else None,
         )
         return ok(context_report(parts))
 

@@ -118,20 +118,15 @@ def _corrupt_permissions(paths: InstancePaths) -> None:
     paths.permissions.write_text("{not json")
 
 
-@pytest.mark.parametrize(
-    ("corrupt", "says"),
-    [(_corrupt_turns, "not a usable SQLite database"), (_corrupt_permissions, "not valid JSON")],
-    ids=["turns.sqlite", "permissions.json"],
-)
 def test_run_exits_non_zero_with_the_reason_once_when_the_host_gives_up(
-    corrupt: object, says: str, mnemara_home: Path
+    mnemara_home: Path,
 ) -> None:
     paths = InstancePaths.for_name("broken", mnemara_home)
     paths.root.mkdir()
     save_config(paths.config, InstanceConfig())
     TurnStore.open(paths.turns).close()
-    assert callable(corrupt)
-    corrupt(paths)
+    _corrupt_turns(paths)
+    says = "not a usable SQLite database"
     with subprocess.Popen(
         [sys.executable, "-m", "panels.cli.main", "run", "-i", "broken", "--no-tui"],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -182,6 +177,18 @@ def test_rehearse_reports_a_corrupt_file_by_its_code(
     clean(done)
     assert done.returncode == code, done.stderr
     assert done.stderr.startswith("mnemara: ") and says in done.stderr
+
+
+def test_a_corrupt_permissions_file_stops_run_before_the_host_starts(mnemara_home: Path) -> None:
+    paths = InstancePaths.for_name("badperm", mnemara_home)
+    paths.root.mkdir()
+    save_config(paths.config, InstanceConfig())
+    _corrupt_permissions(paths)
+    done = mnemara("run", "-i", "badperm", "--no-tui", home=mnemara_home)
+    clean(done)
+    assert done.returncode == 8, done.stderr
+    assert done.stderr.count("permissions.json: not valid JSON") == 1, done.stderr
+    assert "given up" not in done.stdout + done.stderr
 
 
 def test_a_corrupt_config_stops_run_before_the_host_starts(mnemara_home: Path) -> None:
