@@ -96,9 +96,12 @@ def prepare_panel(
         spec.name, runner.host.approvals, runner.host.log,
         timeout=team.approval_timeout, on_state=runner.signal,
     )  # fmt: skip
-    # The team's own databases (a foreign bus included) are never written by a tool.
+    # The team's own databases (a foreign bus included) and its team file, whose policy
+    # entries widen permissions on the next `up`, are never written by a tool.
     team_files = (team.bus_path, team.hostdb_path)
-    approver = build_approver(paths, config, cwd=team.workdir, asker=asker, team_files=team_files)
+    approver = build_approver(
+        paths, config, cwd=team.workdir, asker=asker, team_files=team_files, team_file=team.source
+    )
     # The team's working directory is where its panels work: a root for the file tools.
     context = approver.context
     approver.context = replace(context, roots=(*context.roots, real(team.workdir)))

@@ -5,6 +5,8 @@ runtime.driver.Approver that applies it, in a worker thread, and puts `ask` verd
 Asker. Inputs are capped before any parsing (limits.py); shell commands are parsed (shell.py)
 and inspected (bash.py: hazards in commands.py and options.py, written paths in writes.py),
 other tools' inputs in inspection.py; paths are resolved (paths.py) and the host's stores
-recognised (stores.py); patterns are checked (patterns.py) and "always allow" rules kept in
-permissions.json (rules.py). cypher.py holds the read-only check for graph queries.
+recognised (stores.py), with what a write target is on disk (ondisk.py: a hard link, a bus
+peerbus has opened) and the commands that act through sockets (sockets.py); patterns are
+checked (patterns.py) and "always allow" rules kept in permissions.json (rules.py). cypher.py
+holds the read-only check for graph queries.
 """

@@ -19,6 +19,7 @@ from runtime.policy.commands import DIRECTORY_CHANGES, command_hazards, program_
 from runtime.policy.context import PolicyContext
 from runtime.policy.inspection import Findings, Inspection, canonical_json, judge_write
 from runtime.policy.limits import MAX_DIRECTORY_CHANGES, command_too_big
+from runtime.policy.ondisk import is_socket
 from runtime.policy.paths import check_path, glob_risk
 from runtime.policy.shell import SimpleCommand, Unparseable, parse_command
 from runtime.policy.writes import path_arguments
@@ -106,6 +107,8 @@ def _check_arguments(
                 judge_write(check, found, what=f"`{program}` writes")
             elif check.resolved is None:
                 found.ask.append(f"the argument {arg.value!r} cannot be resolved ({check.why})")
+            elif check.looked_up and is_socket(check.resolved):
+                found.ask.append(f"{check.resolved} is a socket, beyond the file-path policy")
             elif check.protection is not None:
                 found.ask.append(f"mentions protected {check.resolved} ({check.why})")
             elif check.pseudo and not check.device:

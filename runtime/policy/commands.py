@@ -17,6 +17,7 @@ import re
 
 from runtime.policy.options import ALIASES, RISKY_OPTIONS, risky_options
 from runtime.policy.shell import SimpleCommand, Word
+from runtime.policy.sockets import socket_hazards
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+:@%,-]*")
 _VERSION_SUFFIX = re.compile(r"[0-9.]+$")
@@ -62,8 +63,8 @@ CHANGES_LATER_COMMANDS = frozenset(
 )  # fmt: skip
 # The SQL shell runs what it is given: SQL can load a shared library (load_extension) and
 # dot-commands run programs (`.shell`, `.system`); with no SQL it reads stdin. (`sqlite3`
-# is `sqlite` once program_of has dropped the version.)
-SQL_SHELLS = frozenset({"sqlite"})
+# is `sqlite` once program_of has dropped the version; `python -m sqlite3` is one too.)
+SQL_SHELLS = frozenset({"sqlite", "litecli", "duckdb"})
 # Programs that run the program named after their subcommand (`uv run pytest -p x`): the
 # risky-option table applies to the program they run.
 RUNNERS: dict[str, str] = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run",
@@ -109,6 +110,7 @@ def command_hazards(command: SimpleCommand) -> list[str]:
         )
     hazards.extend(risky_options(program, tuple(a.value for a in args)))
     hazards.extend(_wrapped_hazards(program, args))
+    hazards.extend(socket_hazards(program, tuple(a.value for a in args)))
     return hazards
 
 
@@ -116,6 +118,8 @@ def _wrapped_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
     """Risky options of the program that `python -m` or a runner (`uv run`) starts."""
     values = [a.value for a in args]
     if program in ("python", "pypy"):
+        if runs_module(values, "sqlite3"):
+            return [f"`{program} -m sqlite3` runs SQL, which can load code or write any database"]
         for i, value in enumerate(values):
             if value == "-m" and i + 1 < len(values):
                 return risky_options(values[i + 1], values[i + 2 :])
@@ -133,6 +137,18 @@ def _wrapped_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
         if program_of(inner) in (*RISKY_OPTIONS, *ALIASES, "python", "pypy"):
             return command_hazards(inner)
     return []
+
+
+def runs_module(values: list[str], module: str) -> bool:
+    """`python -m module ...` (or `-mmodule`): the interpreter runs `module`."""
+    for i, value in enumerate(values):
+        if value == "-m":
+            return values[i + 1 : i + 2] == [module]
+        if value.startswith("-m"):
+            return value[2:] == module
+        if not value.startswith("-"):
+            return False  # a script file: what follows is its own
+    return False
 
 
 def _shell_hazards(program: str, args: tuple[Word, ...]) -> list[str]:

@@ -38,9 +38,16 @@ class PolicyContext:
     policy_files:    the policy's own files; no tool may ever write them
     state_roots:     mnemara's state (MNEMARA_HOME, the instance's directory); writes ask,
                      and writes to the databases and stores in it are denied (stores.py)
-    extra_protected: further files or directories whose writes always ask (the role doc)
+    extra_protected: further files or directories whose writes always ask
+    role_docs:       the role docs the panel reads every turn (its team's, and the instance's
+                     own role.md); no tool may write them: a panel that rewrote its own
+                     instructions would steer itself, and role changes go through proposals
     denied_writes:   further databases no tool may write, with their SQLite and peerbus
                      siblings (a foreign bus database the team names, the host database)
+    team_file:       the team file the host was started from; no tool may write it, since
+                     its `[[panels.policy]]` entries widen permissions on the next `up`
+    exec_dirs:       `~/.local/bin` and the absolute directories on PATH; no tool may put a
+                     file in one, since a file there runs whenever its name is typed
     """
 
     cwd: Path
@@ -50,7 +57,10 @@ class PolicyContext:
     policy_files: tuple[Path, ...] = ()
     state_roots: tuple[Path, ...] = ()
     extra_protected: tuple[Path, ...] = ()
+    role_docs: tuple[Path, ...] = ()
     denied_writes: tuple[Path, ...] = ()
+    team_file: Path | None = None
+    exec_dirs: tuple[Path, ...] = ()
 
     @classmethod
     def build(
@@ -63,11 +73,17 @@ class PolicyContext:
         instance: InstancePaths | None = None,
         state_root: Path | None = None,
         extra_protected: Sequence[Path] = (),
+        role_docs: Sequence[Path] = (),
         denied_writes: Sequence[Path] = (),
+        team_file: Path | None = None,
+        search_path: str | None = None,
     ) -> PolicyContext:
+        """Resolve everything once. `search_path` is PATH as the tools will see it; None
+        reads this process's PATH, so a caller that forgets it still guards the real one."""
         policy_files: tuple[Path, ...] = ()
         if instance is not None:
             policy_files = (real(instance.permissions), real(instance.config))
+        own_role = (instance.role,) if instance is not None else ()
         states = tuple(real(p) for p in (state_root, instance.root if instance else None) if p)
         return cls(
             cwd=real(cwd),
@@ -77,5 +93,22 @@ class PolicyContext:
             policy_files=policy_files,
             state_roots=states,
             extra_protected=tuple(real(p) for p in extra_protected),
+            role_docs=tuple(dict.fromkeys(real(p) for p in (*role_docs, *own_role))),
             denied_writes=tuple(real(p) for p in denied_writes),
+            team_file=real(team_file) if team_file is not None else None,
+            exec_dirs=search_dirs(
+                home, os.environ.get("PATH", "") if search_path is None else search_path
+            ),
         )
+
+
+def search_dirs(home: Path, search_path: str) -> tuple[Path, ...]:
+    """`~/.local/bin` and every absolute directory on `search_path`, resolved, once each.
+
+    Relative entries (`.`, an empty entry) are left out: they mean whatever directory a
+    command runs in, and guarding them would forbid every write in the working directory.
+    That hole is the OS sandbox's to close, not the path policy's.
+    """
+    entries = [home / ".local" / "bin"]
+    entries += [Path(e) for e in search_path.split(os.pathsep) if e and os.path.isabs(e)]
+    return tuple(dict.fromkeys(real(e) for e in entries))

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from runtime.policy.context import PolicyContext
 from runtime.policy.limits import MAX_INPUT_DEPTH, MAX_NAMED_PATHS, MAX_PATH_CHECKS, MAX_PATH_LENGTH
+from runtime.policy.ondisk import bus_mark, hard_links
 from runtime.policy.paths import PathCheck, Protection, check_path, glob_base, glob_risk
 
 Access = Literal["read", "write", "search"]
@@ -62,17 +63,36 @@ class Findings:
 
 
 def judge_write(check: PathCheck, found: Findings, *, what: str) -> None:
-    """Deny a write to what no tool may change; ask about one to a guarded or odd path."""
+    """Deny a write to what no tool may change; ask about one to a guarded or odd path.
+
+    A path resolved on disk is also looked at as a file (ondisk.py): a bus peerbus has
+    opened is denied wherever it is, and a file with more than one name asks.
+    """
     if check.device:
         return  # /dev/null, /dev/stdout, /dev/stderr
     if check.resolved is None:
         found.ask.append(f"{what} {check.raw!r}, which cannot be resolved ({check.why})")
-    elif check.never_written:
+        return
+    if check.never_written:
         found.deny.append(f"{what} {check.resolved}: {check.why}; no tool may change it")
-    elif check.protection is not None:
+        return
+    mark = bus_mark(check.resolved) if check.looked_up else None
+    if mark is not None:
+        found.deny.append(
+            f"{what} {check.resolved}: {mark.name} beside it marks a bus database, and a "
+            "write could forge messages; no tool may change it"
+        )
+        return
+    if check.protection is not None:
         found.ask.append(f"{what} protected {check.resolved} ({check.why})")
     elif check.pseudo:
         found.ask.append(f"{what} {check.raw}, which goes through /proc, /sys or /dev")
+    links = hard_links(check.resolved) if check.looked_up else 0
+    if links > 1:
+        found.ask.append(
+            f"{what} {check.resolved}, a file with {links} hard links; the write changes it "
+            "under every name, which the policy cannot see"
+        )
 
 
 def canonical_json(value: Any) -> str:
@@ -125,8 +145,9 @@ def inspect_file_tool(tool: str, tool_input: Mapping[str, Any], ctx: PolicyConte
 def inspect_other(tool_input: Mapping[str, Any], ctx: PolicyContext) -> Inspection:
     """MCP and unknown tools: the whole input is the target; the host's files are off limits.
 
-    A string that names a policy file is denied (no tool may change one); one that names a
-    store asks, since the tool may write it and the policy cannot tell a read from a write.
+    A string that names a policy file (or the team file, or a role doc) is denied: no tool may
+    change one. One that names a store, or a command on PATH, asks, since the tool may write
+    it and the policy cannot tell a read from a write.
     """
     strings = _strings(tool_input)
     if strings is None:
@@ -146,7 +167,7 @@ def inspect_other(tool_input: Mapping[str, Any], ctx: PolicyContext) -> Inspecti
         check = check_path(text, ctx)
         if check.protection is Protection.POLICY:
             found.deny.append(f"names {check.resolved}: {check.why}; no tool may change it")
-        elif check.protection is Protection.STORE:
+        elif check.protection in (Protection.STORE, Protection.EXEC):
             found.ask.append(f"names {check.resolved} ({check.why})")
     return Inspection((target,), tuple(found.deny), tuple(dict.fromkeys(found.ask)), target)
 

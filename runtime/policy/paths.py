@@ -5,6 +5,10 @@ of a symlink chain on its last component, and its fully resolved form. `notes ->
 is the shell's startup file, and so is `~/.bashrc -> dotfiles/bashrc`. Names are compared
 case-insensitively, as a case-insensitive filesystem would. Which of mnemara's files are
 stores that no tool may write is stores.py's concern.
+
+Besides the policy's own files, three more kinds are never written: the team file and the
+role docs (they set a panel's permissions and instructions), and the directories on PATH
+with the files directly in them (a file there runs whenever its name is typed).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from runtime.policy.context import PolicyContext, is_under, real
 from runtime.policy.stores import (
     DATABASE_SIBLINGS,
     TEAM_DATABASES,
+    TEAM_WHY,
     holds_stores,
     is_database_family,
     store_reason,
@@ -31,6 +36,7 @@ class Protection(StrEnum):
 
     POLICY = "policy"  # the policy's own files: no tool ever writes them
     STORE = "store"  # the host's databases and the instances' stores: no tool writes them
+    EXEC = "exec"  # a directory on PATH, or a file in one: no tool writes them
     SECRET = "secret"  # credentials: reading and writing both ask
     PROTECTED = "protected"  # runs code later or holds mnemara's state: writing asks
 
@@ -73,11 +79,13 @@ class PathCheck:
     inside_roots: bool = False
     secret: bool = False  # some name of it is a credential, whatever `protection` is
     holds_stores: bool = False  # removing or moving it would take a store with it
+    looked_up: bool = False  # resolved on disk (not by name only): ondisk.py may ask more
 
     @property
     def never_written(self) -> bool:
-        """No tool may write it: the policy's own file or one of the host's stores."""
-        return self.protection in (Protection.POLICY, Protection.STORE)
+        """No tool may write it: a file that grants permissions, one of the host's stores,
+        or a command on PATH."""
+        return self.protection in (Protection.POLICY, Protection.STORE, Protection.EXEC)
 
 
 def expand_home(raw: str, home: Path) -> str | None:
@@ -118,6 +126,7 @@ def check_path(
         inside_roots=any(is_under(resolved, r) for r in ctx.roots),
         secret=any(_is_secret(n) for n in names),
         holds_stores=any(holds_stores(n, ctx) for n in names),
+        looked_up=resolve,
     )
 
 
@@ -145,9 +154,24 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
         base = policy_file.name.lower()
         if same_dir and (name.startswith(base) or name.startswith(f".{base}.")):
             return Protection.POLICY, f"{policy_file.name} is the permission policy's own file"
+    for doc in ctx.role_docs:
+        if path.parent == doc.parent and _is_save_of(name, doc.name.lower()):
+            return Protection.POLICY, (
+                f"{doc.name} is a role doc the panel reads every turn; a change to it goes "
+                "through a role proposal"
+            )
+    team = ctx.team_file
+    if team is not None and path.parent == team.parent and _is_save_of(name, team.name.lower()):
+        return Protection.POLICY, (
+            f"{team.name} is the team file; its [[panels.policy]] entries set the panels' "
+            "permissions when the team next starts"
+        )
     store = store_reason(path, ctx)
     if store is not None:
         return Protection.STORE, store
+    if path in ctx.exec_dirs or path.parent in ctx.exec_dirs:
+        where = path if path in ctx.exec_dirs else path.parent
+        return Protection.EXEC, f"{where} is on PATH; a file there runs as a command"
     if _is_secret(path):
         return Protection.SECRET, "credentials"
     parts = [p.lower() for p in path.parts]
@@ -162,7 +186,10 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
             if parts[i + 1 :] == ["config"]:
                 return Protection.PROTECTED, "git config can run code (aliases, filters, pager)"
     if any(is_database_family(name, db) for db in TEAM_DATABASES):
-        # Anywhere on disk; the ones the host uses are stores (above), denied outright.
+        # Under mnemara's state (a solo instance's `host/`, a team's) it is the host's own;
+        # elsewhere it may be anyone's file of that name, so writing it asks.
+        if any(is_under(path, root) for root in ctx.state_roots):
+            return Protection.STORE, TEAM_WHY
         return Protection.PROTECTED, "a mnemara bus or host database"
     for root in ctx.state_roots:
         if is_under(path, root):
@@ -171,6 +198,15 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
         if is_under(path, guarded):
             return Protection.PROTECTED, f"{guarded} is protected by the host"
     return None
+
+
+def _is_save_of(name: str, base: str) -> bool:
+    """`name` (lower-cased) is `base`, or a lock, temp or backup file of a save of it.
+
+    Stricter than the policy files' rule: a role doc or team file may have any name, and
+    `roles/a` must not guard `roles/abc.py`.
+    """
+    return name == base or name.startswith((f"{base}.", f".{base}.", f"{base}~"))
 
 
 def _is_secret(path: Path) -> bool:

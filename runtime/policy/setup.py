@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,26 +23,33 @@ def build_approver(
     asker: Asker | None = None,
     home: Path | None = None,
     team_files: Sequence[Path] = (),
+    team_file: Path | None = None,
 ) -> PolicyApprover:
     """The live approver: config rules, remembered rules, protected files, an asker.
 
     `team_files` are the team's databases (its bus, foreign or not, and its host database):
-    no tool may write them or their SQLite and peerbus siblings. Without an asker (headless),
+    no tool may write them or their SQLite and peerbus siblings; the foreign bus the
+    instance's own config names (`peer_db_path`) is added here, so a session outside a host
+    guards it too. `team_file` is the team file the host was started from: no tool may write
+    it either. PATH is read here, once, as the tools will inherit it. Without an asker (headless),
     every `ask` verdict is denied with a message the model reads. A damaged permissions.json
     or pattern raises PolicyError: the session does not start.
     """
     remembered = load_rules(paths.permissions)
     state = PolicyState.from_config(config, remembered, path=paths.config)
-    # The role doc steers the agent on every turn, so the agent may not rewrite it unasked.
+    # The role doc steers the agent on every turn, so the agent may not rewrite it.
     role_doc = (Path(config.role_doc_path),) if config.role_doc_path else ()
+    peer_db = (Path(config.peer_db_path).expanduser(),) if config.peer_db_path else ()
     context = PolicyContext.build(
         cwd=cwd,
         home=home or Path.home(),
         home_only=config.file_tool_home_only,
         instance=paths,
         state_root=mnemara_home(),
-        extra_protected=role_doc,
-        denied_writes=team_files,
+        role_docs=role_doc,
+        denied_writes=(*team_files, *peer_db),
+        team_file=team_file,
+        search_path=os.environ.get("PATH", ""),
     )
     return PolicyApprover(
         state,

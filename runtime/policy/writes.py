@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from runtime.policy.commands import runs_module
 from runtime.policy.options import Grammar, spelling_matches
 from runtime.policy.shell import SimpleCommand, Word
 
@@ -67,8 +68,9 @@ WRITERS: dict[str, Writer] = {
     "mknod": _ALL, "fallocate": _ALL, "sponge": _ALL, "ed": _ALL, "dos2unix": _ALL,
     "unix2dos": _ALL, "gzip": _ALL, "gunzip": _ALL, "bzip": _ALL, "bunzip": _ALL, "xz": _ALL,
     "unxz": _ALL, "lzma": _ALL, "rename": _ALL, "wipe": _ALL,
-    # The SQL shell may write any database it opens, and ATTACH others (`sqlite3`).
-    "sqlite": _ALL,
+    # The SQL shells may write any database they open, and ATTACH others (`sqlite3`). Even
+    # `sqlite3 -readonly db` writes: its `.open db` dot-command reopens the file read-write.
+    "sqlite": _ALL, "sqlite-utils": _ALL, "litecli": _ALL, "duckdb": _ALL,
     # `--remove-source-files` deletes the sources; `--delete` prunes the destination.
     "rsync": Writer("all", copies=True),
     # Write the destination: the last operand, or the value of -t.
@@ -103,8 +105,10 @@ WRITERS: dict[str, Writer] = {
 
 def path_arguments(command: SimpleCommand, program: str) -> list[PathArgument]:
     """Every word (or part of one) of `command` that may be a path, and whether it is written."""
-    writer = WRITERS.get(program, Writer())
     words = command.words[1:]
+    writer = WRITERS.get(program, Writer())
+    if program in ("python", "pypy") and runs_module([w.value for w in words], "sqlite3"):
+        writer = WRITERS["sqlite"]  # `python -m sqlite3 db`: the standard library's SQL shell
     in_place = any(
         spelling_matches(s, w.value, writer.grammar) for s in writer.in_place for w in words
     )

@@ -54,8 +54,16 @@ def build_machine(tmp_path: Path, *, bash_mode: str = "ask") -> Machine:
         ),
         mcp_servers=({"name": "fetch", "command": "uvx"},),  # type: ignore[arg-type]
     )
+    # PATH as the tools would see it: the machine's own, not the one running the tests.
+    sysbin = tmp_path / "sysbin"
+    sysbin.mkdir()
     ctx = PolicyContext.build(
-        cwd=project, home=home, instance=instance, state_root=state_root, home_only=True
+        cwd=project,
+        home=home,
+        instance=instance,
+        state_root=state_root,
+        home_only=True,
+        search_path=f"{sysbin}:relative/bin",
     )
     return Machine(
         home, project, outside, state_root, instance, ctx, PolicyState.from_config(config)

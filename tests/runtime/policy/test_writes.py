@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -220,3 +221,47 @@ def test_a_symlink_to_a_store_is_the_store(machine: Machine, admitting: PolicySt
     write = decide(admitting, "Write", {"file_path": "src/notes.db"}, machine.ctx)
     shell = decide(admitting, "Bash", {"command": "cp x src/notes.db"}, machine.ctx)
     assert (write.action, shell.action) == ("deny", "deny")
+
+
+def test_a_solo_hosts_databases_under_the_state_root_are_denied(
+    machine: Machine, admitting: PolicyState
+) -> None:
+    """A solo instance keeps its bus and host database in `<instance>/host/`, not `_teams`."""
+    for name in ("bus.sqlite", "host.sqlite-wal"):
+        verdict = decide(admitting, "Write", {"file_path": f"{OTHER}/host/{name}"}, machine.ctx)
+        assert verdict.action == "deny", verdict.reason
+    # Outside mnemara's state a file of that name may be anyone's: writing it asks.
+    assert decide(admitting, "Write", {"file_path": "~/x/bus.sqlite"}, machine.ctx).action == "ask"
+
+
+def test_a_team_file_without_a_suffix_guards_only_its_own_saves(machine: Machine) -> None:
+    team = machine.project / "crew"
+    ctx = PolicyContext.build(cwd=machine.project, home=machine.home, team_file=team)
+    write = PolicyState.from_config(
+        InstanceConfig(allowed_tools=(ToolPolicy(tool="Write", mode="allow"),))
+    )
+    cases = [("crew", "deny"), ("crew.bak", "deny"), (".crew.tmp1", "deny"), ("crew~", "deny"),
+             ("crewmate.py", "allow"), ("crew-notes", "allow")]  # fmt: skip
+    for name, expect in cases:
+        verdict = decide(write, "Write", {"file_path": str(machine.project / name)}, ctx)
+        assert verdict.action == expect, (name, verdict.reason)
+
+
+def test_build_approver_guards_the_team_file_peer_db_and_path(
+    instance: InstancePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the live wiring passes: the team file, the config's own foreign bus, and PATH
+    as this process has it (~/.local/bin always)."""
+    bindir = tmp_path / "opt" / "bin"
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}relative")
+    team_file = tmp_path / "work" / "team.toml"
+    peer = tmp_path / "shared" / "returns.db"
+    config = InstanceConfig(peer_db_path=str(peer))
+    gate = build_approver(instance, config, cwd=tmp_path, home=tmp_path, team_file=team_file)
+    everything = PolicyState.from_config(
+        InstanceConfig(allowed_tools=(ToolPolicy(tool="Bash", mode="allow"),))
+    )
+    for target in (team_file, peer, f"{peer}-wal", bindir / "git", tmp_path / ".local/bin/ls"):
+        verdict = decide(everything, "Bash", {"command": f"cp x {target}"}, gate.context)
+        assert verdict.action == "deny", (target, verdict.reason)
+    assert real(tmp_path / "relative") not in gate.context.exec_dirs
