@@ -15,6 +15,7 @@ from typing import Any
 from panels.hostdb import Logged, PanelRow
 from panels.hostdb import catalogue as ev
 from peerbus.render import strip_controls
+from runtime.policy.display import escape_command_for_display
 
 WIDTH = 110
 
@@ -98,7 +99,7 @@ def line(event: ev.HostEvent) -> str | None:
         case ev.ApprovalAsked():
             return (
                 f"{who} ASKS (request {event.request}): {clean(event.tool, 60)} "
-                f"{clean(event.target)} ({clean(event.reason)})"
+                f"{clean(escape_command_for_display(event.target))} ({clean(event.reason)})"
             )
         case ev.ApprovalAnswered():
             return f"{who} approval {event.request}: {clean(event.answer, 40)}"

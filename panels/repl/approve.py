@@ -10,6 +10,7 @@ from __future__ import annotations
 from panels.hostdb.catalogue import ApprovalAsked
 from panels.repl.terminal import Terminal
 from runtime.policy.approver import Answer
+from runtime.policy.display import escape_command_for_display
 
 _ANSWERS = {
     "y": Answer.YES,
@@ -34,13 +35,13 @@ def question_text(request: ApprovalAsked) -> str:
     """The question for an approval request, as `prompt_text` words it."""
     lines = [
         f"{request.tool} wants to run:",
-        f"  {request.target}",
+        f"  {escape_command_for_display(request.target)}",  # look-alikes escaped too (#16)
         f"why asked: {request.reason}",
     ]
     choices = "[y]es once / [n]o / [s]ession"
     if request.always_offered:
         lines.append("always would allow exactly:")
-        lines.extend(f"  {target}" for target in request.remember)
+        lines.extend(f"  {escape_command_for_display(t)}" for t in request.remember)
         choices += " / [a]lways"
     lines.append(choices)
     return "\n".join(lines)

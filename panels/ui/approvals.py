@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from panels.host.account import clean
 from panels.hostdb import catalogue as ev
+from runtime.policy.display import escape_command_for_display
 
 TARGET_WIDTH = 2_000  # characters of a command shown in the answer modal
 ANSWER_KEYS = {"y": "yes", "n": "no", "s": "session", "a": "always"}
@@ -36,7 +37,8 @@ class Question:
             panel=event.panel or "",
             request=event.request,
             tool=clean(event.tool.removeprefix("mcp__mnemara__"), 60),
-            target=clean(event.target, TARGET_WIDTH),
+            # A command or path: look-alike letters escaped as well (#16).
+            target=clean(escape_command_for_display(event.target), TARGET_WIDTH),
             reason=clean(event.reason, 500),
             always_offered=event.always_offered,
         )

@@ -19,6 +19,7 @@ from typing import Literal
 
 from panels.host.account import clean
 from panels.hostdb import catalogue as ev
+from runtime.policy.display import escape_command_for_display
 
 Kind = Literal["text", "tool", "note", "alert", "operator"]
 
@@ -112,7 +113,7 @@ def entries(event: ev.HostEvent) -> list[Entry]:
             return [Line(f"→ message to {clean(event.to, 40)}: {clean(event.text)}", "tool")]
         case ev.ApprovalAsked():
             return [Line(f"? asks (request {event.request}): {_tool(event.tool)} "
-                         + clean(event.target), "alert")]  # fmt: skip
+                         + clean(escape_command_for_display(event.target)), "alert")]  # fmt: skip
         case ev.ApprovalAnswered():
             return [Line(f"· approval {event.request}: {clean(event.answer, 40)}")]
         case ev.PanelStarted():

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runtime.jsonload import load_json
+from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Atom, Provenance, note_source
 
 # The original's structured observation, in the order it is written out.
@@ -139,16 +141,6 @@ def written_at(atom: Atom) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def append_bytes(path: Path, data: bytes) -> None:
-    """One write on an O_APPEND descriptor: concurrent writers never interleave inside it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
 class FileNotes:
     """The NoteStore of an instance (or of a team's shared memory): files under `root`."""
 
@@ -183,7 +175,7 @@ class FileNotes:
         for path in sorted(self.root.glob("*.md")):
             if since and _DAY.fullmatch(path.stem) and path.stem < since.date().isoformat():
                 continue  # a whole day before the cutoff
-            for atom in parse_day(path.name, path.read_text(encoding="utf-8", errors="replace")):
+            for atom in parse_day(path.name, read_memory_text(path)):
                 when = written_at(atom)
                 if atom.source in hidden or (since and when is not None and when < since):
                     continue
@@ -216,9 +208,9 @@ class FileNotes:
         if not self.ledger.is_file():
             return []
         state: dict[str, bool] = {}
-        for line in self.ledger.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in read_memory_text(self.ledger).splitlines():
             try:
-                entry = json.loads(line)
+                entry = load_json(line)
                 state[str(entry["source"])] = entry["action"] == "archive"
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line from a crash: that archive did not happen

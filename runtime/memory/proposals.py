@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.memory.notes import append_bytes
+from runtime.memory.files import append_bytes
 
 
 def slug(text: str, words: int = 8) -> str:

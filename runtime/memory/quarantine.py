@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runtime.jsonload import load_json
+from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Provenance
-from runtime.memory.notes import append_bytes
 
 _MARK = re.compile(r"^<!-- panel=(\S+) epoch=(\d+) turn=(\d+|-) -->$", re.MULTILINE)
 Key = tuple[str, int, int | None]
@@ -77,9 +78,9 @@ class Quarantine:
 
     def _parse(self) -> list[Entry]:
         active: dict[Key, Entry] = {}
-        for line in self.ledger.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in read_memory_text(self.ledger).splitlines():
             try:
-                item = json.loads(line)
+                item = load_json(line)
                 key = parse_key(item["key"])
                 if item["action"] == "quarantine":
                     active.setdefault(key, Entry(key, str(item["reason"]), str(item["at"])))

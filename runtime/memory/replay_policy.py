@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, MemoryStoreError
+from runtime.memory.files import read_memory_text
 
 DAYS_RANGE = (1, 3650)  # as config.json's replay_default_days
 THRESHOLD_RANGE = (1, 1000)  # as config.json's replay_default_threshold
@@ -40,7 +41,7 @@ def load_policy(path: Path, explicit: bool) -> ReplayPolicy:
     `key = value`, list markers and bold allowed). A missing default doc is no policy; a
     missing or unreadable doc that config.json names is a ConfigError."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_memory_text(path)
     except FileNotFoundError:
         if not explicit:
             return ReplayPolicy(path)
@@ -48,10 +49,10 @@ def load_policy(path: Path, explicit: bool) -> ReplayPolicy:
             f'the replay policy doc {path} does not exist; create it or set it to ""',
             field="replay_policy_path",
         ) from None
-    except OSError as exc:
+    except (OSError, MemoryStoreError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(
-            f"the replay policy doc {path} cannot be read ({exc.strerror or exc})",
-            field="replay_policy_path",
+            f"the replay policy doc {path} cannot be read ({why})", field="replay_policy_path"
         ) from None
     found: dict[str, int] = {}
     problems: list[str] = []

@@ -16,6 +16,8 @@ from typing import Any
 
 from runtime.config import write_json_atomic, write_text_atomic
 from runtime.home import InstancePaths
+from runtime.jsonload import load_json
+from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
 
@@ -80,7 +82,7 @@ def apply_replay(plan: ReplayPlan, notes: NoteStore, paths: InstancePaths | Path
         archived += notes.archive([duplicate.drop], reason)
     digest = root / plan.digest
     text = render_digest(plan)
-    if digest.is_file() and digest.read_text(encoding="utf-8", errors="replace") == text:
+    if digest.is_file() and read_memory_text(digest) == text:
         unchanged.append(digest)
     else:
         write_text_atomic(digest, text)
@@ -94,7 +96,7 @@ def last_replay(paths: InstancePaths | Path) -> LastReplay | None:
     """The last applied replay, or None when there is none or its file is unusable."""
     root = paths.root if isinstance(paths, InstancePaths) else paths
     try:
-        data = json.loads((root / "sleep" / "last_replay.json").read_text(encoding="utf-8"))
+        data = load_json((root / "sleep" / "last_replay.json").read_text(encoding="utf-8"))
         return LastReplay(
             at=_text(data["at"]),
             mode=_text(data["mode"]),

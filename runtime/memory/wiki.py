@@ -12,8 +12,9 @@ from pathlib import Path
 
 from runtime.config import write_text_atomic
 from runtime.errors import MemoryStoreError
+from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Atom, Provenance
-from runtime.memory.notes import append_bytes, neutralise
+from runtime.memory.notes import neutralise
 from runtime.memory.protocols import WikiMode
 from runtime.memory.slugs import check_slug, page_path
 
@@ -39,9 +40,11 @@ class FileWiki:
 
     def read(self, slug: str) -> str | None:
         path = page_path(self.root, check_slug(slug))
+        if path.is_dir():
+            return None
         try:
-            return path.read_text(encoding="utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError):
+            return read_memory_text(path)
+        except FileNotFoundError:
             return None
 
     def write(
@@ -64,7 +67,7 @@ class FileWiki:
         else:
             raise MemoryStoreError(f"wiki page {slug!r}: mode must be 'append' or 'replace'")
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        return page_atom(slug, path.read_text(encoding="utf-8", errors="replace"), now)
+        return page_atom(slug, read_memory_text(path), now)
 
     def pages(self, prefix: str = "") -> list[str]:
         wanted = prefix.strip().lstrip("/").lower()
@@ -88,7 +91,7 @@ class FileWiki:
         for slug in self.pages():
             path = page_path(self.root, slug)
             stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
-            atoms.append(page_atom(slug, path.read_text(encoding="utf-8", errors="replace"), stamp))
+            atoms.append(page_atom(slug, read_memory_text(path), stamp))
         return atoms
 
     def _check_size(self, slug: str, size: int) -> None:

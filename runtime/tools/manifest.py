@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from runtime.driver import DriverEvent, ToolCall, ToolResult
 from runtime.evict import WRITE_TOOLS
+from runtime.regular_file import open_regular_file
 
 # Past this size a file is fingerprinted by size and mtime instead of read in full.
 HASH_LIMIT_BYTES = 64 * 1024 * 1024
@@ -48,17 +49,21 @@ class ManifestEntry:
 
 
 def fingerprint(path: str) -> Fingerprint | None:
-    """The file's content hash, size and mtime; None when it is gone or not a file."""
+    """The file's content hash, size and mtime; None when it is gone or not a regular file.
+
+    Opened by `open_regular_file`, so a path that became a FIFO or a device since it was Read
+    is "gone" instead of a request that waits for ever (#24); at most HASH_LIMIT_BYTES are read.
+    """
     try:
-        st = os.stat(path)
-        if not os.path.isfile(path):
-            return None
-        if st.st_size > HASH_LIMIT_BYTES:
-            return Fingerprint(f"size-mtime:{st.st_size}:{st.st_mtime_ns}", st.st_size, st.st_mtime)
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
+        with open_regular_file(path) as (fd, st):
+            if st.st_size > HASH_LIMIT_BYTES:
+                stamp = f"size-mtime:{st.st_size}:{st.st_mtime_ns}"
+                return Fingerprint(stamp, st.st_size, st.st_mtime)
+            digest = hashlib.sha256()
+            left = HASH_LIMIT_BYTES + 1
+            while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
                 digest.update(chunk)
+                left -= len(chunk)
     except OSError:
         return None
     return Fingerprint(digest.hexdigest(), st.st_size, st.st_mtime)

@@ -3,7 +3,9 @@
 Parsed with `ast`, never imported or run. The path goes through the same permission check as
 the native Read tool (the session asks its policy about a synthetic Read call), so a file the
 agent may not Read cannot be skeletonised either. Each definition carries its line number, so
-a targeted Read can follow.
+a targeted Read can follow. The file is read by `runtime.regular_file`: a FIFO, device, socket
+or directory is refused without blocking, at most 5 MiB are read, and a cancelled turn stops
+the read at the next chunk (#24).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import anyio.from_thread
 import anyio.to_thread
 
 from runtime.driver import ToolOutput, ToolSpec
+from runtime.regular_file import read_regular_file
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
 
@@ -75,10 +79,10 @@ def skeleton_of(source: str, filename: str = "<source>") -> str:
 
 
 def _read_source(path: Path) -> str:
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_SOURCE_BYTES + 1)
-    if len(raw) > MAX_SOURCE_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
+    """Runs in a worker thread: `check_cancelled` ends it soon after the turn is cancelled."""
+    raw = read_regular_file(
+        path, MAX_SOURCE_BYTES, check_cancelled=anyio.from_thread.check_cancelled
+    )
     return raw.decode("utf-8", errors="replace")
 
 
@@ -94,8 +98,8 @@ def skeleton_tools(ctx: ToolContext) -> list[ToolSpec]:
             return refuse(f"read_skeleton: {raw} is not a Python file (.py or .pyi); use Read")
         try:
             source = await anyio.to_thread.run_sync(_read_source, path)
-        except (OSError, ValueError) as exc:
-            return refuse(f"read_skeleton: cannot read {raw}: {exc}")
+        except OSError as exc:
+            return refuse(f"read_skeleton: cannot read {raw}: {exc.strerror or exc}")
         try:
             return ok(skeleton_of(source, str(path)))
         except SyntaxError as exc:

@@ -1,43 +1,42 @@
-"""`role --set-from-url`: https on every hop, public addresses only, 1 MiB raw cap, UTF-8."""
+"""`role --set-from-url`'s checks before any connection: URL, numeric hosts, addresses, pinning.
+
+The downloads themselves, against real local TLS servers, are in
+tests/security/test_download_rows.py (rows #28-#36).
+"""
 
 from __future__ import annotations
 
-import httpx
+import ipaddress
+
 import pytest
 
 from runtime.errors import FetchError
-from runtime.fetch import MAX_BYTES, check_url, fetch_role_doc
+from runtime.fetch import check_url
+from runtime.fetch_hosts import numeric_host_problem, parse_address, public_address_problem
 
-PUBLIC = {"example.org": ["93.184.215.14"], "cdn.example.org": ["2606:2800:21f:cb07::1"]}
+RESOLVED = {
+    "example.org": ["93.184.215.14", "2606:2800:21f:cb07::1"],
+    "intranet.example.org": ["10.1.2.3"],
+    "sneaky.example.org": ["93.184.215.14", "127.0.0.1"],
+    "metadata.example.org": ["169.254.169.254"],
+    "v6local.example.org": ["::1"],
+    "zoned.example.org": ["fe80::1%eth0"],
+    "xn--bcher-kva.example": ["93.184.215.15"],
+}
 
 
 def resolver(host: str, port: int) -> list[str]:
-    return {
-        **PUBLIC,
-        "intranet.example.org": ["10.1.2.3"],
-        "sneaky.example.org": ["93.184.215.14", "127.0.0.1"],
-        "metadata.example.org": ["169.254.169.254"],
-        "v6local.example.org": ["::1"],
-    }[host]
+    return RESOLVED[host]
 
 
-def serve(**routes: tuple[int, bytes, dict[str, str]]) -> httpx.MockTransport:
-    """A transport answering by host (dots as underscores): (status, body, headers)."""
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        status, body, headers = routes.get(request.url.host.replace(".", "_"), (404, b"", {}))
-        # A byte stream, so the fetcher reads it as raw bytes off the wire.
-        return httpx.Response(status, stream=httpx.ByteStream(body), headers=headers)
-
-    return httpx.MockTransport(handle)
+def test_a_public_host_is_pinned_to_its_first_address() -> None:
+    pinned = check_url("https://example.org:8443/r.md", resolver)
+    assert pinned.host == "example.org" and pinned.address == ipaddress.ip_address("93.184.215.14")
+    assert pinned.url.port == 8443
 
 
-def test_a_public_https_doc_is_fetched() -> None:
-    transport = serve(example_org=(200, "# Role\nhello é".encode(), {}))
-    assert (
-        fetch_role_doc("https://example.org/role.md", resolver=resolver, transport=transport)
-        == "# Role\nhello é"
-    )
+def test_an_international_name_is_looked_up_and_pinned_in_its_ascii_form() -> None:
+    assert check_url("https://bücher.example/r.md", resolver).host == "xn--bcher-kva.example"
 
 
 @pytest.mark.parametrize(
@@ -45,60 +44,58 @@ def test_a_public_https_doc_is_fetched() -> None:
     [
         ("http://example.org/role.md", "only https"),
         ("file:///etc/passwd", "only https"),
-        ("https://intranet.example.org/r.md", "private or local"),
-        ("https://sneaky.example.org/r.md", "private or local"),
-        ("https://metadata.example.org/r.md", "private or local"),
-        ("https://v6local.example.org/r.md", "private or local"),
-        ("https://127.0.0.1/r.md", "private or local"),
+        ("https://intranet.example.org/r.md", "10.1.2.3, a private address"),
+        ("https://sneaky.example.org/r.md", "127.0.0.1, a loopback address"),
+        ("https://metadata.example.org/r.md", "169.254.169.254, a link-local address"),
+        ("https://v6local.example.org/r.md", "::1, a loopback address"),
+        ("https://zoned.example.org/r.md", "a link-local address"),
+        ("https://a@example.org/r.md", "user name or password"),
+        ("https://2130706433/r.md", "unusual form"),
+        ("https://0x7f.0.0.1/r.md", "unusual form"),
+        ("https://1.2.3/r.md", "unusual form"),
+        ("https://exa mple.org/", "not a valid host name"),
+        ("https://ex%61mple.org/", "not a valid host name"),
     ],
 )
 def test_refused_urls(url: str, needle: str) -> None:
-    def literal(host: str, port: int) -> list[str]:
-        return [host] if host[0].isdigit() else resolver(host, port)
-
     with pytest.raises(FetchError, match=needle):
-        check_url(url, literal)
+        check_url(url, resolver)
 
 
-def test_a_redirect_to_http_or_a_private_host_is_refused() -> None:
-    for location, needle in [
-        ("http://example.org/plain", "only https"),
-        ("https://intranet.example.org/x", "private or local"),
-    ]:
-        transport = serve(example_org=(302, b"", {"location": location}))
-        with pytest.raises(FetchError, match=needle):
-            fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=transport)
+def test_a_name_that_does_not_resolve_is_a_fetch_error() -> None:
+    def nowhere(host: str, port: int) -> list[str]:
+        raise OSError("no such name")
+
+    with pytest.raises(FetchError, match=r"cannot resolve example\.org"):
+        check_url("https://example.org/", nowhere)
+    with pytest.raises(FetchError, match="resolves to no address"):
+        check_url("https://example.org/", lambda h, p: [])
 
 
-def test_https_redirects_are_followed() -> None:
-    transport = serve(
-        example_org=(301, b"", {"location": "https://cdn.example.org/r.md"}),
-        cdn_example_org=(200, b"moved", {}),
-    )
-    assert (
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=transport)
-        == "moved"
-    )
+@pytest.mark.parametrize("host", ["example.org", "123.example", "1password.com", "1.2.3.4", "::1"])
+def test_names_and_plain_addresses_are_not_numeric_tricks(host: str) -> None:
+    assert numeric_host_problem(host) is None
 
 
-def test_redirect_loops_end() -> None:
-    transport = serve(example_org=(302, b"", {"location": "/again"}))
-    with pytest.raises(FetchError, match="redirects"):
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=transport)
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("0.0.0.0", "unspecified"),
+        ("100.64.0.1", "not a public address"),
+        ("198.18.0.1", "private"),
+        ("fec0::1", "site-local"),
+        ("2002:a00:1::1", "private address inside an IPv6 address (10.0.0.1)"),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "inside an IPv6 address (10.0.0.1)"),  # Teredo
+    ],
+)
+def test_address_kinds(address: str, kind: str) -> None:
+    problem = public_address_problem(parse_address(address))
+    assert problem is not None and kind in problem
 
 
-def test_more_than_one_mib_is_refused_and_compression_too() -> None:
-    big = serve(example_org=(200, b"a" * (MAX_BYTES + 1), {}))
-    with pytest.raises(FetchError, match="1 MiB"):
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=big)
-    gz = serve(example_org=(200, b"x", {"content-encoding": "gzip"}))
-    with pytest.raises(FetchError, match="compressed"):
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=gz)
-
-
-def test_non_utf8_and_http_errors_are_refused() -> None:
-    latin = serve(example_org=(200, b"caf\xe9", {}))
-    with pytest.raises(FetchError, match="UTF-8"):
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=latin)
-    with pytest.raises(FetchError, match="HTTP 404"):
-        fetch_role_doc("https://example.org/r.md", resolver=resolver, transport=serve())
+@pytest.mark.parametrize(
+    "address",
+    ["93.184.215.14", "2606:2800:21f:cb07::1", "::ffff:93.184.215.14", "64:ff9b::5db8:d70e"],
+)
+def test_public_addresses_however_written_are_accepted(address: str) -> None:
+    assert public_address_problem(parse_address(address)) is None
