@@ -5,6 +5,12 @@ topic) is written by the bus; the payload goes between two markers that carry a 
 derived from the whole batch and checked to appear nowhere in it, so no payload (and no
 sender or topic written by a foreign process) can end its fence early or forge another
 message's header. Control characters and bidirectional overrides are stripped first.
+
+A batch has a token budget, and the claim lets its first message in even when that one alone
+is over it (holding it back would block the queue). `render_batch(..., max_tokens=N)` cuts
+such a payload to fit and says so after its end marker, where no peer can write: how much was
+cut, and that the whole message stays on the bus under its id. Cutting (not dead-lettering)
+keeps what the sender meant mostly readable, and the operator can still read the whole row.
 """
 
 from __future__ import annotations
@@ -103,14 +109,37 @@ def render_message(message: Message, nonce: str) -> str:
     )
 
 
-def render_batch(messages: Sequence[Message]) -> str:
-    """The text a model turn sees for a batch of peer messages, oldest first."""
+def cut_note(message: Message, cut: int, total: int) -> str:
+    """The bus's line after a payload it cut to fit the batch budget."""
+    return (
+        f"[bus: payload of message {message.id} cut to fit this batch's token budget: "
+        f"{cut:,} of its {total:,} characters are not shown. The whole message stays on the "
+        f"bus as message {message.id}; ask its sender or the operator if the rest matters.]"
+    )
+
+
+def fit_payload(message: Message, body: str, max_tokens: int | None) -> tuple[str, str | None]:
+    """`body` cut so the rendered message (note included) fits `max_tokens`, and the note
+    saying so; the body whole and None when it fits as it is."""
+    markers = 2 * len("<<<end payload 0123456789abcdef>>>") + 3
+    frame = len(header(message)) + markers
+    if max_tokens is None or (frame + len(body) + 3) // 4 <= max_tokens:  # estimate_tokens
+        return body, None
+    longest = cut_note(message, len(body), len(body))  # the note at its longest
+    room = max(0, max_tokens * 4 - frame - len(longest) - 1)
+    return body[:room], cut_note(message, len(body) - room, len(body))
+
+
+def render_batch(messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
+    """The text a model turn sees for a batch of peer messages, oldest first; with
+    `max_tokens`, a payload that alone is over it is cut, with a note."""
     ordered = sorted(messages, key=lambda m: m.id)
-    pieces = [(header(m), payload_text(m)) for m in ordered]
-    nonce = choose_nonce([text for pair in pieces for text in pair])
-    blocks = [
-        f"{head}\n<<<payload {nonce}>>>\n{body}\n<<<end payload {nonce}>>>" for head, body in pieces
-    ]
+    pieces = [(header(m), *fit_payload(m, payload_text(m), max_tokens)) for m in ordered]
+    nonce = choose_nonce([text for head, body, _ in pieces for text in (head, body)])
+    blocks = []
+    for head, body, note in pieces:
+        block = f"{head}\n<<<payload {nonce}>>>\n{body}\n<<<end payload {nonce}>>>"
+        blocks.append(block if note is None else f"{block}\n{note}")
     return "\n\n".join([f"{PREAMBLE}\n\n{len(ordered)} message(s):", *blocks])
 
 

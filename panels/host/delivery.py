@@ -67,14 +67,18 @@ def stale_note(ids: Sequence[int]) -> str:
     )
 
 
-def compose_turn(operator: Sequence[Message], peers: Sequence[Message]) -> TurnInput | None:
-    """The input of one turn, or None when there is nothing to deliver."""
+def compose_turn(
+    operator: Sequence[Message], peers: Sequence[Message], *, max_tokens: int | None = None
+) -> TurnInput | None:
+    """The input of one turn, or None when there is nothing to deliver. A peer payload over
+    the batch budget `max_tokens` is cut, with a note (the bus claims the first message of a
+    batch whatever its size, so this is what bounds it)."""
     if not operator and not peers:
         return None
     parts = [operator_text(m) for m in sorted(operator, key=lambda m: m.id)]
     stale = tuple(m.id for m in peers if m.stale_epoch)
     if peers:
-        parts.append(render_batch(peers))
+        parts.append(render_batch(peers, max_tokens=max_tokens))
         if stale:
             parts.append(stale_note(stale))
         if not operator:

@@ -176,7 +176,7 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
     from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
     from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
-    turn_input = compose_turn(from_operator, from_peers)
+    turn_input = compose_turn(from_operator, from_peers, max_tokens=limits.max_tokens)
     if turn_input is None:
         return True
     await run_turn(runner, session, claims, turn_input, tickets)

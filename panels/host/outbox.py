@@ -7,6 +7,10 @@ turn's commit writes the outbox in the same transaction as the turn's rows and t
 consumed, so a turn cut off before its commit sends nothing: it runs again, and sends again
 only then.
 
+Before a send is queued, the host's limits on what a panel sends are checked (sendlimit.py:
+a rate limit, no copies of one text to many panels, no verbatim forwards of a peer's message);
+a refused send is a tool error the model reads.
+
 `publish` puts committed entries on the bus in the order they were queued, each under its
 idempotency key: a host killed between the bus write and the store's "published" mark
 publishes the entry again on its next start, and the bus hands back the id it gave that key
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from panels.host.delivery import HOST, OPERATOR
+from panels.host.sendlimit import SendRefused
 from panels.hostdb.catalogue import AckSent, MessageQueued, MessageSent, SendFailed, Warned
 from peerbus import InvalidKeyError, InvalidRoleError, PayloadError, PeerbusError
 from peerbus.payload import check_role, encode_payload
@@ -54,6 +60,16 @@ def queue(
             check_role(recipient, field="recipient")
         encode_payload(payload, max_bytes=options.max_payload_bytes, max_depth=options.max_depth)
     except (InvalidRoleError, PayloadError) as exc:
+        raise NotQueuedError(str(exc)) from None
+    try:
+        # The host's limits on what a panel sends (sendlimit.py, #44), whatever the model said.
+        runner.send_limits.check(
+            turn=runner.turn.number,
+            recipient=recipient or BROADCAST,
+            text=_copyable(payload),
+            delivered=_peer_texts(runner),
+        )
+    except SendRefused as exc:
         raise NotQueuedError(str(exc)) from None
     try:
         label = session.queue_send(recipient, payload, topic)
@@ -102,6 +118,23 @@ def _published(panel: str, entry: OutboxEntry, ident: int) -> MessageSent | AckS
         return AckSent(panel=panel, to=to, ack_of=ack_of, id=ident)
     return MessageSent(panel=panel, to=to, id=ident, topic=entry.topic, terminal=False,
                        text=_text(entry.payload), outbox=entry.label)  # fmt: skip
+
+
+def _copyable(payload: dict[str, Any]) -> str | None:
+    """The text a duplicate check compares: a message's (or nudge's) text; None for an ack."""
+    text = payload.get("text")
+    return text if isinstance(text, str) and payload.get("type") != "ack" else None
+
+
+def _peer_texts(runner: PanelRunner) -> list[tuple[str, str]]:
+    """(sender, text) of the peer messages the panel was given lately (not the operator's:
+    relaying the operator's words is the panel's job)."""
+    out = []
+    for message in runner.seen.values():
+        text = message.payload.get("text")
+        if isinstance(text, str) and message.sender not in (OPERATOR, HOST):
+            out.append((message.sender, text))
+    return out
 
 
 def _text(payload: dict[str, Any]) -> str:

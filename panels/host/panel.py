@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from panels.host.checks import HostChecks
+from panels.host.poison import FailureBook
+from panels.host.sendlimit import SendLimiter
 from panels.host.services import HostServices, TurnContext
 from panels.host.states import IN_TURN, PanelState, next_state
 from panels.host.wakeup import Wakeup
@@ -68,6 +70,13 @@ class PanelRunner:
         self.guard.on_record.append(self._on_record)
         self.turns = 0
         self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
+        # Poison isolation (poison.py): what failed alone since the last good turn, the ids
+        # dead-lettered as poison, and the ids of the turn whose failure ended the last life
+        # (the supervisor reads it, so the restart policy can forgive a poison's failures).
+        self.failure_book = FailureBook()
+        self.poisoned: set[int] = set()
+        self.failed_turn_ids: frozenset[int] = frozenset()
+        self.send_limits = SendLimiter(clock=host.clock)
         # For the status line: the window's tokens (after each turn and window verb) and the
         # messages waiting on the bus (inboxes.py, at its own cadence).
         self.window_tokens = 0

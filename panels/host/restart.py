@@ -8,11 +8,15 @@ means the panel fails for a reason a restart will not fix: the host gives up on 
 why, and the other panels go on. A failure known to be permanent (a corrupt store or policy
 file, an invalid config: the supervisor says which) is given up at once: restarting every
 few seconds would only repeat the same error.
+
+A failure that a poison message caused (its turn held a message since dead-lettered as
+poison, see poison.py) is forgiven: it counts neither toward giving up nor toward the
+back-off, so a panel is never given up because of one message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -40,6 +44,8 @@ class Failure:
     ran_for: float  # how long that life had run
     error: str
     permanent: bool = False  # a restart cannot fix it (the file it names must be fixed)
+    # The bus ids of the turn that failed, when the life ended on a turn's own failure.
+    messages: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,20 @@ def streak(failures: Sequence[Failure], healthy_after: float) -> int:
     return count
 
 
-def decide(policy: RestartPolicy, failures: Sequence[Failure], now: float) -> Restart | GiveUp:
-    """What to do after the last of `failures` (oldest first, at least one)."""
+def decide(
+    policy: RestartPolicy,
+    failures: Sequence[Failure],
+    now: float,
+    poisoned: Collection[int] = frozenset(),
+) -> Restart | GiveUp:
+    """What to do after the last of `failures` (oldest first, at least one). Failures whose
+    turn held a message of `poisoned` (dead-lettered as poison) are left out."""
     if not failures:
         raise ValueError("decide() needs the failure that just happened")
+    if poisoned:
+        if failures[-1].messages & set(poisoned):
+            return Restart(0.0, 0)  # the message is gone: the panel goes on at once
+        failures = [f for f in failures if not f.messages & set(poisoned)]
     if failures[-1].permanent:
         return GiveUp(f"{failures[-1].error}; a restart cannot fix this: fix it, then start again")
     recent = [f for f in failures if now - f.at <= policy.window]

@@ -77,15 +77,21 @@ async def supervise(
             return  # the life returned: the host is stopping
         except Exception as exc:
             failure = Failure(
-                host.clock(), host.clock() - started, describe(exc), permanent=is_permanent(exc)
+                host.clock(),
+                host.clock() - started,
+                describe(exc),
+                permanent=is_permanent(exc),
+                messages=runner.failed_turn_ids,
             )
+        runner.failed_turn_ids = frozenset()
         failures.append(failure)
         ready()
         host.log.emit(PanelFailed(panel=runner.name, error=failure.error,
                                   ran_for=round(failure.ran_for, 3), failures=len(failures),
                                   permanent=failure.permanent))  # fmt: skip
         runner.set_state(PanelState.FAILED, failure.error)
-        verdict = decide(policy, failures, host.clock())
+        # A poison message's failures are forgiven once it is dead-lettered (poison.py).
+        verdict = decide(policy, failures, host.clock(), runner.poisoned)
         if isinstance(verdict, GiveUp):
             host.log.emit(PanelGivenUp(panel=runner.name, reason=verdict.reason))
             runner.set_state(PanelState.FAILED, f"given up: {verdict.reason}")

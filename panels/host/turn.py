@@ -6,10 +6,17 @@ as consumed are acked and the others are given back. The store keeps consumed id
 of their own, written in the turn's commit, so no trim or eviction of the turn's rows can
 make the host forget them. A turn that committed (even one stopped half way: its rows are
 kept, marked) has consumed its messages; a turn that failed before committing has not, and
-its messages come again. Only a turn that failed on its own counts toward the bus's
-`max_attempts`; at that count the host itself dead-letters the message (it has just checked
-the store), with the error, and logs it. A batch given back for any other reason (halted,
-stopping) does not count, and neither does a delivery cut off by the host's death.
+its messages come again. A batch given back for any other reason (halted, stopping) does
+not count, and neither does a delivery cut off by the host's death.
+
+A turn that failed on its own is judged by poison.py: a batch's messages come back counted
+once and are then delivered alone; a message that failed alone `max_attempts` times (the
+host's bus has it at `POISON_ATTEMPTS`) is dead-lettered by the host itself (it has just
+checked the store), with the error, and logged, unless the panel looks broken. The failed
+turn's input row (the session kept it, marked interrupted) is deleted before its messages go
+back: they come again, or are dead letters, so the row would only repeat them to the model
+on every later turn. The row goes first, so a host that dies between the two leaves no row
+behind, and the message, still leased, comes back at the next start (uncounted).
 
 The settle is shielded and bounded, so a cancelled host still settles; a host killed before
 it settles leaves the leases, which the next start releases, and the stored ids stop a second
@@ -32,6 +39,7 @@ import anyio
 from panels.host.delivery import TurnInput, operator_route
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
+from panels.host.poison import Verdict, judge
 from panels.host.services import TurnContext
 from panels.host.tickets import Tickets
 from panels.hostdb.catalogue import (
@@ -46,7 +54,7 @@ from panels.hostdb.catalogue import (
     Warned,
     WindowTrimmed,
 )
-from peerbus import Claim
+from peerbus import Claim, Message
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
@@ -85,6 +93,7 @@ async def run_turn(
     failed = False  # the turn failed on its own (not stopped, refused or cut off)
     scope = anyio.CancelScope()
     runner.turn_scope = scope
+    row_before = session.last_turn_row
     try:
         with scope:
             try:
@@ -113,9 +122,15 @@ async def run_turn(
             with anyio.move_on_after(SETTLE_TIMEOUT):
                 drop = error is not None and not host.redeliver_failed_input
                 reason = f"its turn failed: {error}" if error is not None else "its turn failed"
+                row = session.last_turn_row if session.last_turn_row != row_before else None
                 await settle(runner, session, claims, failed=reason if failed else None,
-                             drop_operator=drop)  # fmt: skip
+                             drop_operator=drop, error=error, input_row=row)  # fmt: skip
                 await publish(runner, session)
+            runner.failed_turn_ids = frozenset(delivered) if failed else frozenset()
+            if outcome == "done":
+                runner.failure_book.turn_done()
+            if failed:
+                runner.send_limits.forget_turn(turn.number)  # its sends never went out
             finish(runner, turn, outcome, error, tickets)  # always, even past the deadline
             await log.commit()  # the end of the turn (and any dead letter) is on disk
     if error is not None:
@@ -161,43 +176,81 @@ async def settle(
     *,
     failed: str | None = None,
     drop_operator: bool = False,
+    error: BaseException | None = None,
+    input_row: int | None = None,
 ) -> None:
     """Ack what the store says was consumed; give the rest back at once.
 
-    `failed` (the reason) when the turn failed on its own: what it gives back counts as a
-    failed attempt, and a message at the bus's `max_attempts` is dead-lettered here. With
-    `drop_operator`, the operator route's messages are acked whatever the store says."""
+    `failed` (the reason) when the turn failed on its own (`error`, if a driver error): what
+    it gives back is judged by poison.py, and a poison message is dead-lettered here; the
+    turn's interrupted `input_row` is deleted first when nothing of the turn was consumed.
+    With `drop_operator`, the operator route's messages are acked whatever the store says."""
     bus, log = runner.host.bus, runner.host.log
     source = bus.identity
     consumed = await session.store.committed(source, [i for c in claims for i in c.ids])
+    dropped = {
+        i
+        for c in claims
+        if drop_operator and c.recipient == operator_route(runner.name)
+        for i in c.ids
+    }
+    if failed is not None and input_row is not None and not consumed and not dropped:
+        await _forget_input(session, input_row)
+    rest = [m for c in claims for m in c.messages if m.id not in consumed and m.id not in dropped]
     limit = bus.file.options.max_attempts
+    verdict = Verdict()
+    if failed is not None:
+        turn_size = sum(len(c.messages) for c in claims)
+        verdict = judge(runner.failure_book, error, turn_size, rest, limit=limit)
     acked: list[int] = []
     released: list[int] = []
     for claim in claims:
-        dropped = drop_operator and claim.recipient == operator_route(runner.name)
-        done = [i for i in claim.ids if dropped or i in consumed]
-        rest = [m for m in claim.messages if m.id not in done]
+        done = [i for i in claim.ids if i in dropped or i in consumed]
         if done:
             acked += (await bus.ack(claim, only=done)).settled
-        if failed is None:
-            if rest:
-                released += (await bus.nack(claim, only=[m.id for m in rest], count=False)).settled
+        mine = {m.id for m in claim.messages if m.id not in done}
+        if not mine:
             continue
-        spent = [m for m in rest if m.attempt >= limit]
-        if spent:
-            reason = f"{failed} ({spent[0].attempt} of {limit} attempts)"
-            given_up = await bus.fail(claim, reason=reason, only=[m.id for m in spent])
-            for message in spent:
-                if message.id in given_up.settled:
-                    runner.dead_letters += 1
-                    log.emit(DeadLettered(panel=runner.name, id=message.id,
-                                          sender=message.sender, reason=reason))  # fmt: skip
-        again = [m.id for m in rest if m.attempt < limit]
-        if again:
-            released += (await bus.nack(claim, only=again, count=True)).settled
+        counted = [i for i in verdict.counted if i in mine]
+        if counted:
+            released += (await bus.nack(claim, only=counted, count=True)).settled
+        poison = [m for m in claim.messages if m.id in verdict.poison]
+        if poison:
+            await _dead_letter(runner, claim, poison, failed or "its turn failed", limit)
+        judged = set(counted) | {m.id for m in poison}
+        back = [i for i in sorted(mine) if i not in judged]
+        if back:
+            released += (await bus.nack(claim, only=back, count=False)).settled
+        for ident in verdict.kept:
+            if ident in mine:
+                log.emit(Warned(panel=runner.name, message=(
+                    f"message {ident} failed {limit} times alone, but so did another message "
+                    "since this panel's last good turn: the panel looks broken, so the message "
+                    "stays owed, not dead-lettered; fix the panel, then resume it")))  # fmt: skip
     if acked:
         await session.store.mark_acked(source, acked)
     log.emit(Settled(panel=runner.name, acked=tuple(acked), released=tuple(released)))
+
+
+async def _dead_letter(
+    runner: PanelRunner, claim: Claim, poison: list[Message], failed: str, limit: int
+) -> None:
+    reason = f"{failed} ({poison[0].attempt} of {limit} attempts, alone)"
+    given_up = await runner.host.bus.fail(claim, reason=reason, only=[m.id for m in poison])
+    for message in poison:
+        if message.id in given_up.settled:
+            runner.dead_letters += 1
+            runner.poisoned.add(message.id)
+            runner.host.log.emit(DeadLettered(panel=runner.name, id=message.id,
+                                              sender=message.sender, reason=reason))  # fmt: skip
+
+
+async def _forget_input(session: Session, row_id: int) -> None:
+    """Delete a failed turn's input row, if the session kept it marked interrupted: its
+    messages come again (or become dead letters), so the row would only repeat them."""
+    row = await session.store.row(row_id)
+    if row is not None and row.status == "interrupted":
+        await session.store.delete_rows([row_id])
 
 
 def finish(

@@ -13,6 +13,7 @@ import pytest
 
 from panels.host import Host, RestartPolicy
 from panels.host.delivery import OPERATOR, operator_route
+from panels.host.poison import POISON_ATTEMPTS
 from runtime.config import DEFAULT_MAX_WINDOW_TOKENS, InstanceConfig, save_config
 from runtime.driver import (
     Done,
@@ -89,7 +90,8 @@ async def test_a_message_whose_turn_fails_every_time_is_dead_lettered_and_said(
 ) -> None:
     team = make_team(tmp_path, panels("a", "b"))
     boom = [ErrorEvent("other", "the model service broke")]
-    async with start_host(team, {"a": [boom] * 5 + [reply("fine")], "b": []}, policy=PATIENT) as (
+    k = POISON_ATTEMPTS
+    async with start_host(team, {"a": [boom] * k + [reply("fine")], "b": []}, policy=PATIENT) as (
         host,
         events,
         _,
@@ -98,15 +100,15 @@ async def test_a_message_whose_turn_fails_every_time_is_dead_lettered_and_said(
         ident = await bus.submit("b", "a", {"type": "message", "text": "poison"})
         (dead,) = await events.wait("dead_letter", "a")
         after = await bus.submit("b", "a", {"type": "message", "text": "next"})
-        await events.wait("turn_ended", "a", count=6)
+        await events.wait("turn_ended", "a", count=k + 1)
         assert host.panels["a"].status_row().dead_letters == 1
         (letter,) = await bus.dead_letters(recipient="a")
         assert await owed(host) == (0, 0)
     assert (dead.id, dead.sender) == (ident, "b")
-    assert "the model service broke" in dead.reason and "5 of 5" in dead.reason
+    assert "the model service broke" in dead.reason and f"{k} of {k}" in dead.reason
     assert letter.id == ident and "the model service broke" in letter.reason
     outcomes = [e.outcome for e in events.of("turn_ended", "a")]
-    assert outcomes == ["failed"] * 5 + ["done"]
+    assert outcomes == ["failed"] * k + ["done"]
     assert events.of("delivery", "a")[-1].ids == (after,)
 
 

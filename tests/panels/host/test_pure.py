@@ -142,3 +142,56 @@ def test_digest_alerts_on_runaways_and_halts() -> None:
     assert digest_key(one_more, settings) == digest_key(panels, settings)  # nor each call
     quiet = [activity("eng", state="tool", turn_calls=2, turn_seconds=15), *panels[1:]]
     assert digest_key(quiet, settings) != digest_key(panels, settings)  # the alert went
+
+
+def test_a_poison_messages_failures_are_forgiven_by_the_restart_policy() -> None:
+    poison = [Failure(t, 1.0, "boom", messages=frozenset({7})) for t in (0, 2, 5)]
+    other = Failure(6, 1.0, "boom", messages=frozenset({8}))
+    assert isinstance(decide(POLICY, [*poison, other], 6), GiveUp)
+    assert decide(POLICY, [*poison, other], 6, {7}) == Restart(1, 1)
+    assert decide(POLICY, [*poison, other, fail(7)], 7, {7}) == Restart(2, 2)
+    assert decide(POLICY, poison, 5, {7}) == Restart(0.0, 0)  # the last one is forgiven
+
+
+def _m(ident: int, attempt: int = 1) -> Message:
+    return Message(ident, "b", "a", None, {"text": "x"}, "now", attempt=attempt)
+
+
+def test_poison_is_judged_alone_and_a_panel_fault_never_counts() -> None:
+    from panels.host.poison import FailureBook, Verdict, judge
+    from runtime.errors import DriverError, ServiceBusyError
+
+    book = FailureBook()
+    boom = DriverError("boom")
+    assert judge(book, ServiceBusyError("busy"), 1, [_m(1, 3)]) == Verdict(uncounted=(1,))
+    # A batch: only first failures count (they isolate the message), nobody is judged.
+    assert judge(book, boom, 3, [_m(1), _m(2, 2), _m(3)]) == Verdict(counted=(1, 3), uncounted=(2,))
+    assert judge(book, boom, 1, [_m(2, 2)]) == Verdict(counted=(2,))
+    assert judge(book, boom, 1, [_m(2, 3)]) == Verdict(poison=(2,))
+    # Another message fails alone with no good turn since: the panel looks broken.
+    assert judge(book, boom, 1, [_m(3, 3)]) == Verdict(kept=(3,))
+    book.turn_done()
+    assert judge(book, boom, 1, [_m(3, 3)]) == Verdict(poison=(3,))
+
+
+def test_the_send_limiter_refuses_forwards_copies_and_bursts() -> None:
+    from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
+
+    now = [0.0]
+    limiter = SendLimiter(SendLimits(per_turn=3, per_window=4, window=10), clock=lambda: now[0])
+    with pytest.raises(SendRefused, match="forwarded as it is"):
+        limiter.check(turn=1, recipient="c", text="PASS  it on", delivered=[("b", "pass it on")])
+    limiter.check(turn=1, recipient="c", text="hello")
+    limiter.check(turn=1, recipient="d", text="Hello ")
+    with pytest.raises(SendRefused, match="2 times"):
+        limiter.check(turn=1, recipient="e", text="hello")
+    limiter.check(turn=1, recipient="e", text=None)
+    with pytest.raises(SendRefused, match="one turn"):
+        limiter.check(turn=1, recipient="e", text=None)
+    limiter.check(turn=2, recipient="e", text=None)
+    with pytest.raises(SendRefused, match="last 10s"):
+        limiter.check(turn=3, recipient="e", text=None)
+    limiter.forget_turn(2)
+    limiter.check(turn=3, recipient="e", text=None)
+    now[0] = 11.0  # the window has passed: the copies and the counts are forgotten
+    limiter.check(turn=4, recipient="e", text="hello")

@@ -12,6 +12,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from panels.host import RestartPolicy
+from panels.host.poison import POISON_ATTEMPTS
 from panels.hostdb import connect, submit_command
 from panels.hostdb.verbs import Input
 from panels.ui.app import DashboardApp, make_app
@@ -23,17 +24,17 @@ from tests.panels.ui.conftest import START, LiveHost, commands, transcript, unti
 pytestmark = pytest.mark.anyio
 SIZE = (200, 50)
 SEND = "mcp__mnemara__send_message"
-# A failed turn ends the panel's life: five of them (the bus's limit) need room to restart.
+# A failed turn ends the panel's life: the bus's limit of them need room to restart.
 PATIENT = RestartPolicy(base_delay=0.01, max_delay=0.02, max_failures=20, window=60)
 
 
 @pytest.fixture
 def poisoned(tmp_path: Path) -> Iterator[LiveHost]:
     """A host where b, told by the operator, sends a message to a, whose turns on it fail
-    five times: the bus gives it up (a dead letter); a's sixth turn would do fine."""
+    POISON_ATTEMPTS times: the bus gives it up (a dead letter); a's next turn would do fine."""
     boom = [ErrorEvent("other", "the model service broke")]
     scripts: dict[str, Sequence[Any]] = {
-        "a": [boom] * 5 + [reply("fine at last")],
+        "a": [boom] * POISON_ATTEMPTS + [reply("fine at last")],
         "b": [reply("passing it on", ToolCall("c1", SEND, {"to": "a", "text": "poison"}))],
     }
     host = LiveHost(make_team(tmp_path, panels("a", "b")), scripts, policy=PATIENT)
@@ -78,7 +79,7 @@ async def test_a_dead_letter_is_listed_and_retried_from_the_pane(poisoned: LiveH
         await until(pilot, lambda: len(dead(app)) == 1, within=START)
         ((ident, sender, recipient, reason),) = dead(app)
         assert (sender, recipient) == ("b", "a") and "the model service broke" in reason
-        assert ("b", "a", "message", "dead", "5") in flow(app)
+        assert ("b", "a", "message", "dead", str(POISON_ATTEMPTS)) in flow(app)
         assert ("operator", "b@operator", "input", "acked", "1") in flow(app)
         await until(pilot, lambda: "1 dead" in header(app))
         assert "bus 1 sent" in header(app)
@@ -86,7 +87,9 @@ async def test_a_dead_letter_is_listed_and_retried_from_the_pane(poisoned: LiveH
         # The dead-letter list has the focus; its one row is under the cursor.
         await pilot.press("r")
         await until(pilot, lambda: "fine at last" in transcript(app, "a"))
-        await until(pilot, lambda: ("b", "a", "message", "acked", "6") in flow(app))
+        await until(
+            pilot, lambda: ("b", "a", "message", "acked", str(POISON_ATTEMPTS + 1)) in flow(app)
+        )
         await until(pilot, lambda: dead(app) == [])
         notice = str(pane.query_one("#bus-notice", Static).render())
         assert f"message {ident} is back in the queue" in notice
