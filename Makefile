@@ -4,6 +4,10 @@ PY ?= .venv/bin/python
 .PHONY: setup check lint types layers test demo
 
 setup:
+	@# The panels' sandbox (runtime/sandbox/) needs bubblewrap; install it where we can.
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
+		|| echo "note: bubblewrap is not installed; panels' tools will run unconfined (apt-get install bubblewrap)"
 	python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

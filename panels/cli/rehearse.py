@@ -22,9 +22,11 @@ from panels.cli.options import InstanceOpt, check_output
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
+    from panels.team import TeamSpec
     from runtime.claude import ClaudeDriver
     from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
+    from runtime.sandbox.settings import Mode
 
 
 def pick_panel(
@@ -113,18 +115,25 @@ def rehearse(
 
 
 def run_rehearsal(
-    instance: str, script: Path, panel: str | None, prompts: list[str], log: Path | None
+    instance: str,
+    script: Path,
+    panel: str | None,
+    prompts: list[str],
+    log: Path | None,
+    sandbox: Mode = "auto",
 ) -> None:
     """`rehearse`, and `run --rehearsal`: exits 6 when a prompt's turn failed, 1 when the
     host gave up on the panel (the face has said why)."""
     import anyio
 
     from runtime.home import InstancePaths
+    from runtime.policy.rules import load_rules
 
-    InstancePaths.for_name(instance).require()
+    # A bad permissions.json would only stop the panel once the host runs: say so now (exit 8).
+    load_rules(InstancePaths.for_name(instance).require().permissions)
     parsed, chosen = checked_script(instance, script, panel)
     failed, ok = anyio.run(
-        lambda: _rehearse(instance, parsed, chosen, prompts, log), backend="trio"
+        lambda: _rehearse(instance, parsed, chosen, prompts, log, sandbox), backend="trio"
     )
     if failed:
         raise typer.Exit(EXIT_DRIVER)
@@ -145,24 +154,31 @@ def checked_script(instance: str, script: Path, panel: str | None) -> tuple[Scri
 
 @asynccontextmanager
 async def rehearsal_driver(
-    script: Script, panel: str, *, log: Path | None = None
+    script: Script, panel: str, team: TeamSpec, *, log: Path | None = None
 ) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer]]:
     """The script served on loopback, and a CLI driver aimed at its `panel` (a throwaway
-    HOME, a dummy key), for the block."""
+    HOME, a dummy key) and confined as `team` says, for the block."""
+    from panels.host.confine import UNCONFINED, team_sandbox
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
     from runtime.rehearsal.env import rehearsal_env
 
+    sandbox, note = team_sandbox(team)
+    if note.startswith(UNCONFINED):
+        typer.echo(f"mnemara: {note}", err=True)
     with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
         async with open_rehearsal_server(script, log_path=log) as server:
-            yield (
-                ClaudeDriver(env=rehearsal_env(server.base_url_for(panel), Path(cli_home))),
-                server,
-            )
+            env = rehearsal_env(server.base_url_for(panel), Path(cli_home))
+            yield ClaudeDriver(env=env, sandbox=sandbox), server
 
 
 async def _rehearse(
-    instance: str, script: Script, panel: str, prompts: list[str], log: Path | None
+    instance: str,
+    script: Script,
+    panel: str,
+    prompts: list[str],
+    log: Path | None,
+    sandbox: Mode = "auto",
 ) -> tuple[int, bool]:
     """Run the REPL or the given prompts: how many turns failed, and False when the host
     gave up on the panel."""
@@ -170,11 +186,12 @@ async def _rehearse(
     from panels.repl.face import run_solo
 
     failed, ok = 0, True
-    async with rehearsal_driver(script, panel, log=log) as (driver, server):
+    team = solo_team(instance, sandbox=sandbox)
+    async with rehearsal_driver(script, panel, team, log=log) as (driver, server):
         if prompts:
             failed = await _run_prompts(instance, driver, server, panel, prompts)
         else:
-            ok = await run_solo(solo_team(instance), drivers=lambda spec: driver)
+            ok = await run_solo(team, drivers=lambda spec: driver)
         typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
     return failed, ok
 

@@ -54,6 +54,15 @@ def run(
             "peer_poll_watermark or the table's highest id, as the original does.",
         ),
     ] = False,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            metavar="MODE",
+            help="auto: confine the panel's tools with bubblewrap when it works here (the "
+            "default); required: refuse to start without it; off: run tools unconfined.",
+        ),
+    ] = "auto",
 ) -> None:
     """Run an instance as a team of one and talk to it (its peer_poll settings work too).
 
@@ -67,7 +76,13 @@ def run(
     from panels.cli.front import wants_dashboard
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
+    from runtime.home import InstancePaths
+    from runtime.policy.rules import load_rules
+    from runtime.sandbox.settings import MODES
 
+    mode = next((m for m in MODES if m == sandbox), None)
+    if mode is None:
+        raise fail(f"--sandbox must be one of {', '.join(MODES)} (got {sandbox!r})", EXIT_USAGE)
     if panel is not None and rehearsal is None:
         raise fail(
             "--panel chooses a panel of a rehearsal script: give --rehearsal FILE", EXIT_USAGE
@@ -78,6 +93,8 @@ def run(
             "(peer_poll_enabled with peer_db_path in its config.json); this one does not",
             EXIT_USAGE,
         )
+    # A bad permissions.json would only stop the panel once the host runs: say so now (exit 8).
+    load_rules(InstancePaths.for_name(instance).permissions)
     on_dashboard = wants_dashboard(no_tui)
     if rehearsal is not None and not on_dashboard:
         from panels.cli.rehearse import run_rehearsal
@@ -85,9 +102,9 @@ def run(
         if replay_backlog:
             raise fail("--replay-backlog does not apply to a rehearsal without the dashboard", 2)
 
-        run_rehearsal(instance, rehearsal, panel, [], None)
+        run_rehearsal(instance, rehearsal, panel, [], None, mode)
         return
-    team = solo_team(instance, replay_backlog=replay_backlog)
+    team = solo_team(instance, replay_backlog=replay_backlog, sandbox=mode)
     if on_dashboard:
         from panels.cli.rehearse import checked_script
 
@@ -101,13 +118,13 @@ def run(
 
 @asynccontextmanager
 async def _rehearsal_drivers(
-    script: Script, panel: str, totals: list[str]
+    script: Script, panel: str, team: TeamSpec, totals: list[str]
 ) -> AsyncIterator[DriverFactory]:
     """`rehearse`'s driver for `panel` as the team's driver factory; the usage total is
     appended to `totals` at the end."""
     from panels.cli.rehearse import rehearsal_driver, usage_line
 
-    async with rehearsal_driver(script, panel) as (driver, server):
+    async with rehearsal_driver(script, panel, team) as (driver, server):
         try:
             yield lambda spec: driver
         finally:
@@ -137,7 +154,9 @@ def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) 
         async with AsyncExitStack() as stack:
             drivers = None
             if rehearsal is not None:
-                drivers = await stack.enter_async_context(_rehearsal_drivers(*rehearsal, totals))
+                drivers = await stack.enter_async_context(
+                    _rehearsal_drivers(*rehearsal, team, totals)
+                )
             # Built here, in the host's thread: a Host makes trio objects, which need trio.
             host = Host(
                 team,

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from panels.host.services import DriverFactory
 from panels.team import PanelSpec
 from runtime.driver import AgentDriver
 from runtime.rehearsal.env import rehearsal_env
+
+if TYPE_CHECKING:
+    from runtime.sandbox import Sandbox
 
 
 def claude_drivers(
@@ -22,10 +26,12 @@ def claude_drivers(
     rehearsal_url: str | None = None,
     state_dir: Path | None = None,
     marker: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> DriverFactory:
     """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model.
 
-    `marker` (orphans.marker_env) is added to every CLI's environment.
+    `marker` (orphans.marker_env) is added to every CLI's environment; with `sandbox`, every
+    turn's CLI runs inside it.
     """
     from runtime.claude import ClaudeDriver
 
@@ -33,9 +39,10 @@ def claude_drivers(
 
     def make(spec: PanelSpec) -> AgentDriver:
         if rehearsal_url is None:
-            return ClaudeDriver(env=mark)
+            return ClaudeDriver(env=mark, sandbox=sandbox)
         home = (state_dir or Path.cwd()) / "cli-home" / spec.name
         url = f"{rehearsal_url}/p/{spec.name}"
-        return ClaudeDriver(env={**rehearsal_env(url, home, retries=False), **mark})
+        env = {**rehearsal_env(url, home, retries=False), **mark}
+        return ClaudeDriver(env=env, sandbox=sandbox)
 
     return make

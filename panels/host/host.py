@@ -26,6 +26,7 @@ import anyio.abc
 
 from panels.host.asker import Approvals
 from panels.host.bustools import bus_tools
+from panels.host.confine import UNCONFINED, team_sandbox
 from panels.host.control import serve_control
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.digests import DigestService
@@ -36,6 +37,7 @@ from panels.host.inboxes import serve_inbox_counts
 from panels.host.instances import ensure_instance
 from panels.host.orphans import marker_env, sweep_orphans
 from panels.host.panel import PanelRunner
+from panels.host.poison import ISOLATE_AFTER, POISON_ATTEMPTS
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
 from panels.host.supervisor import supervise
@@ -49,6 +51,7 @@ from panels.hostdb.catalogue import (
     HostStopping,
     LeaseTakenOver,
     OrphansSwept,
+    Warned,
 )
 from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
@@ -62,6 +65,7 @@ from runtime.memory.memory import open_shared_memory
 
 if TYPE_CHECKING:
     from runtime.rehearsal import RehearsalServer
+    from runtime.sandbox import Sandbox
 
 
 class Host:
@@ -108,6 +112,7 @@ class Host:
         self.dispatcher: Dispatcher
         self.digests: DigestService
         self.rehearsal: RehearsalServer | None = None
+        self.sandbox_note = ""  # what confines the panels' tools, said once at start
 
     # -- the life of the host ----------------------------------------------------------------
 
@@ -134,6 +139,10 @@ class Host:
             bus_options: dict[str, Any] = {
                 "poll_interval": self.bus_poll,
                 "backstop_interval": max(0.25, self.bus_poll),
+                # Poison isolation (poison.py): a failed message is delivered alone, and the
+                # bus's backstop dead-letters at the count the host judges by.
+                "max_attempts": POISON_ATTEMPTS,
+                "isolate_after": ISOLATE_AFTER,
             }
             if self.team.silent_types is not None:
                 bus_options["silent_types"] = self.team.silent_types
@@ -187,14 +196,23 @@ class Host:
         if self._drivers is not None:
             return self._drivers
         marker = marker_env(self.team.state_dir, self.life)
+        sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
-            return claude_drivers(marker=marker)
+            return claude_drivers(marker=marker, sandbox=sandbox)
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))
         self.rehearsal = server
         url = await tg.start(server.serve)
-        return claude_drivers(rehearsal_url=url, state_dir=self.team.state_dir, marker=marker)
+        state_dir = self.team.state_dir
+        return claude_drivers(
+            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox
+        )
+
+    def _sandbox(self) -> Sandbox | None:
+        """The team's sandbox on this machine; sets `sandbox_note` to what it is."""
+        found, self.sandbox_note = team_sandbox(self.team, self._home)
+        return found
 
     def _build(self, bus: Bus, drivers: DriverFactory, shared: Memory | None = None) -> None:
         log = EventLog(self.db, interval=self.log_interval)
@@ -244,6 +262,8 @@ class Host:
         log = self.services.log
         log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid(),
                              life=self.life))  # fmt: skip
+        if self.sandbox_note.startswith(UNCONFINED):
+            log.emit(Warned(panel=None, message=self.sandbox_note))
         for lease in leases:
             if lease.stale_owner is not None:
                 log.emit(LeaseTakenOver(panel=None, instance=lease.paths.name,

@@ -21,6 +21,7 @@ from pathlib import Path
 from panels.team import BatchSettings, PanelSpec, TeamBudget, TeamSpec
 from runtime.config import load_config
 from runtime.home import InstancePaths
+from runtime.sandbox.settings import Mode, SandboxSettings, foreign_bus_files
 
 HOST_DIR = "host"
 
@@ -41,6 +42,7 @@ def solo_team(
     home: Path | None = None,
     cwd: Path | None = None,
     replay_backlog: bool = False,
+    sandbox: Mode = "auto",
 ) -> TeamSpec:
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
@@ -78,4 +80,9 @@ def solo_team(
         silent_types=tuple(config.peer_poll_silent_types) if foreign else None,
         take_over_original=foreign,
         replay_backlog=replay_backlog,
+        # A foreign peer table is hidden from the tools: a command that wrote it could forge
+        # a sender.
+        sandbox=SandboxSettings(
+            mode=sandbox, masked=foreign_bus_files(config.peer_db_path if foreign else None)
+        ),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,9 @@ from panels.team.locate import Loc, dotted, line_of
 from panels.team.model import DUPLICATE_ERROR, BatchSettings, PanelModel, TeamBudget, TeamModel
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
+from runtime.jsonload import load_toml
+from runtime.sandbox import SandboxSettings
+from runtime.sandbox.settings import foreign_bus_files
 
 # Error types whose message already says what was wrong with the value.
 _NO_INPUT = frozenset({"missing", "value_error", DUPLICATE_ERROR})
@@ -82,6 +85,7 @@ class TeamSpec:
     # operator asked for the backlog (`mnemara run --replay-backlog`).
     take_over_original: bool = False
     replay_backlog: bool = False
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
 
     @property
     def memory_dir(self) -> Path:
@@ -114,7 +118,7 @@ def parse_team(text: str, *, source: Path, home: Path | None = None) -> TeamSpec
     parser stops there).
     """
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"at line (\d+)", str(exc))
         line = int(found.group(1)) if found else None
@@ -205,6 +209,25 @@ def build_spec(
         budget=team.budget,
         panels=tuple(_panel(p, base) for p in model.panels),
         shared_memory=team.memory == "shared",
+        sandbox=_sandbox(model, base=base, source=source, bus=bus),
+    )
+
+
+def _sandbox(
+    model: TeamModel, *, base: Path, source: Path | None, bus: Path | None
+) -> SandboxSettings:
+    """The team's sandbox; the team file stays read-only inside (its policy tables widen
+    permissions on the next start) and a foreign bus file is hidden (a panel that could
+    write it could forge a sender)."""
+    team = model.team
+    network = team.network if isinstance(team.network, str) else tuple(team.network)
+    return SandboxSettings(
+        mode=team.sandbox,
+        network=network,
+        readable=tuple(p for p in (resolve_path(base, r) for r in team.readable) if p),
+        writable=tuple(p for p in (resolve_path(base, w) for w in team.writable) if p),
+        read_only=(source,) if source is not None else (),
+        masked=foreign_bus_files(bus),
     )
 
 

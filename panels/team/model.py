@@ -35,6 +35,9 @@ SENDER_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}"
 # Senders the host itself writes as; a panel cannot take their names.
 RESERVED_NAMES = frozenset({"operator", "host"})
 KNOWN_KINDS = ("worker", "watchdog", "producer")
+# An allow-list entry of `[team] network`: a host name with an optional port.
+NETWORK_HOST_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?$"
+NetworkHost = Annotated[str, Field(pattern=NETWORK_HOST_PATTERN)]
 # The error type of `TeamModel`'s own uniqueness check; load.py reports duplicates itself,
 # with the line of the second use, and skips this one.
 DUPLICATE_ERROR = "duplicate_panel"
@@ -139,6 +142,15 @@ class TeamSection(_Model):
     # "shared": the panels also get a team wiki, graph and search index, kept under
     # <home>/_teams/<name>/memory, where a halted turn's writes are quarantined.
     memory: Literal["own", "shared"] = "own"
+    # The OS sandbox around every panel's tools (runtime/sandbox/): "auto" uses it when
+    # bubblewrap works here, "required" refuses to start without it, "off" never uses it.
+    sandbox: Literal["auto", "required", "off"] = "auto"
+    # What commands inside it may reach: "off" (nothing), "model" (the model endpoint), or
+    # a list of HTTPS hosts ("host" or "host:port") on top of the model endpoint.
+    network: Literal["off", "model"] | list[NetworkHost] = "off"
+    # Directories the panels may read, or write, beyond their working directory.
+    readable: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
 
 
 def find_duplicates(panels: Sequence[tuple[str, str]]) -> list[tuple[int, str, str, int]]:

@@ -11,22 +11,27 @@ turn at once and the CLI exits as soon as stdin closes. The frames on the wire a
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
-from contextlib import aclosing, suppress
+from contextlib import ExitStack, aclosing, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from runtime.claude.approval import ApprovalGate
+from runtime.claude.bundled import bundled_cli
 from runtime.claude.events import TurnMapper
 from runtime.claude.failures import classify_exception
-from runtime.claude.options import build_options
+from runtime.claude.options import build_env, build_options
 from runtime.driver import DriverEvent, ErrorEvent, TurnRequest
 from runtime.rows import Block
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeSDKClient, Message, Transport
+
+    from runtime.sandbox import Sandbox
 
 # How long a stop waits for the CLI to confirm the interrupt before closing anyway (the SDK's
 # close then escalates to SIGTERM and SIGKILL on its own bounded timers).
@@ -50,6 +55,7 @@ class ClaudeDriver:
 
     `transport_factory` replaces the CLI subprocess with another SDK `Transport` (tests use a
     fake one that speaks the CLI's stream-json protocol); the SDK then builds no CLI flags.
+    With `sandbox`, every turn's CLI runs confined by it (runtime/sandbox/).
     """
 
     def __init__(
@@ -58,15 +64,37 @@ class ClaudeDriver:
         cli_path: str | None = None,
         env: Mapping[str, str] | None = None,
         transport_factory: Callable[[], Transport] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self._cli_path = cli_path
         self._env = dict(env or {})
         self._transport_factory = transport_factory
+        self.sandbox = sandbox
+
+    def _confine(self, stack: ExitStack, request: TurnRequest) -> str | None:
+        """The `cli_path` of this turn: a sandbox launcher when the driver has a sandbox."""
+        if self.sandbox is None or self._transport_factory is not None:
+            return self._cli_path
+        cli = Path(self._cli_path) if self._cli_path else bundled_cli()
+        if cli is None:
+            raise RuntimeError("the Claude Agent SDK's bundled CLI is not installed")
+        # What the CLI process will see: the SDK merges our environment with the options'.
+        env = {**os.environ, **build_env(request, self._env)}
+        launcher = stack.enter_context(self.sandbox.turn(cli=cli, cwd=request.cwd, env=env))
+        return str(launcher)
 
     async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
         """Stream one turn's events. Stop the turn by cancelling, or by `aclose()`-ing this
         iterator (use `contextlib.aclosing` when leaving the loop early); the CLI is gone when
-        either returns."""
+        either returns; so is a sandbox's per-turn directory."""
+        with ExitStack() as stack:
+            async with aclosing(self._run_turn(request, stack)) as events:
+                async for event in events:
+                    yield event
+
+    async def _run_turn(
+        self, request: TurnRequest, stack: ExitStack
+    ) -> AsyncGenerator[DriverEvent, None]:
         from claude_agent_sdk import ClaudeSDKClient
 
         stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -75,7 +103,7 @@ class ClaudeDriver:
             options = build_options(
                 request,
                 gate=ApprovalGate(request.approver),
-                cli_path=self._cli_path,
+                cli_path=self._confine(stack, request),
                 env=self._env,
                 stderr=stderr_tail.append,
             )

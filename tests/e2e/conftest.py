@@ -26,6 +26,7 @@ from runtime.claude import ClaudeDriver
 from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, Script, open_rehearsal_server, parse_script
+from runtime.sandbox import Sandbox, SandboxSettings, probe
 from runtime.session import Session, open_session
 from runtime.store import TurnStore
 
@@ -84,10 +85,11 @@ def cli_env(server: RehearsalServer, cli_home: Path, *, retries: int | None) -> 
 
 @pytest.fixture
 def rehearse(tmp_path: Path, mnemara_home: Path, monkeypatch: pytest.MonkeyPatch) -> Rehearse:
-    """`async with rehearse(script, retries=None, config=None) as rig:` (see `Rig`).
+    """`async with rehearse(script, retries=None, config=None, sandbox=None) as rig:` (see `Rig`).
 
     `script` is TOML text or a `Script`; its panel must be named `eng`. `config` replaces the
-    instance's default config (the role doc path is filled in).
+    instance's default config (the role doc path is filled in). With `sandbox`, the driver
+    confines every turn with it (bubblewrap must work here: the test fails if it does not).
     """
     for name in list(os.environ):
         if name.startswith("ANTHROPIC_") or name in CREDENTIAL_VARS:
@@ -103,7 +105,11 @@ def rehearse(tmp_path: Path, mnemara_home: Path, monkeypatch: pytest.MonkeyPatch
 
     @asynccontextmanager
     async def start(
-        script: str | Script, *, retries: int | None = None, config: InstanceConfig | None = None
+        script: str | Script,
+        *,
+        retries: int | None = None,
+        config: InstanceConfig | None = None,
+        sandbox: SandboxSettings | None = None,
     ) -> AsyncIterator[Rig]:
         paths = InstancePaths.for_name(INSTANCE, mnemara_home)
         paths.root.mkdir()
@@ -114,6 +120,12 @@ def rehearse(tmp_path: Path, mnemara_home: Path, monkeypatch: pytest.MonkeyPatch
         parsed = parse_script(script) if isinstance(script, str) else script
         async with open_rehearsal_server(parsed) as server:
             env = cli_env(server, cli_home, retries=retries)
-            yield Rig(server, env, ClaudeDriver(env=env), paths, home, work, outside)
+            confined = None
+            if sandbox is not None:
+                support = probe()
+                assert support.bwrap is not None, support.reason
+                confined = Sandbox(sandbox, support.bwrap, home, mnemara_home)
+            driver = ClaudeDriver(env=env, sandbox=confined)
+            yield Rig(server, env, driver, paths, home, work, outside)
 
     return start

@@ -214,7 +214,7 @@ def test_run_with_a_rehearsal_uses_the_scripts_panel(
     used: list[tuple[str, str, list[str]]] = []
 
     async def fake(
-        instance: str, parsed: Any, panel: str, prompts: list[str], log: Any
+        instance: str, parsed: Any, panel: str, prompts: list[str], log: Any, sandbox: str
     ) -> tuple[int, bool]:
         used.append((instance, panel, prompts))
         return 0, True

@@ -224,12 +224,18 @@ def sleeping(state: Path) -> list[Any]:
 @pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.skipif(not CLI.exists(), reason=f"the SDK's bundled CLI is not installed at {CLI}")
+@pytest.mark.parametrize("sandbox", ["off", "required"])
 def test_up_after_a_kill_9_waits_for_the_new_life_and_sweeps_the_old_lifes_cli(
-    tmp_path: Path,
+    tmp_path: Path, sandbox: str
 ) -> None:
+    """Unconfined, a kill -9 of the host leaves its CLI and the command running, and the next
+    life sweeps them. In the sandbox they die with the host (bubblewrap's --die-with-parent):
+    nothing is left to sweep."""
     root = Path(__file__).resolve().parents[3]
     (tmp_path / "work").mkdir()
-    (tmp_path / "team.toml").write_text(CRASH_TEAM)
+    (tmp_path / "team.toml").write_text(
+        CRASH_TEAM.replace("[[panels]]", f'sandbox = "{sandbox}"\n[[panels]]')
+    )
     (tmp_path / "script.toml").write_text(LONG_TURN)
     # `up` run from a panel's shell (of another team): its host must not carry that marker.
     outer = marker_env(tmp_path / "outer-team", "outer-life")
@@ -263,7 +269,10 @@ def test_up_after_a_kill_9_waits_for_the_new_life_and_sweeps_the_old_lifes_cli(
         assert {o.life for o in marked} == {first.life} and len(marked) >= 2
         os.kill(first.pid, signal.SIGKILL)
         poll("the killed host gone", lambda: not pid_alive(first.pid), within=10)
-        assert all(pid_alive(o.pid) for o in left)  # a kill -9 of the host leaves them running
+        if sandbox == "required":
+            poll("the sandbox gone", lambda: not any(pid_alive(o.pid) for o in marked), 10)
+        else:
+            assert all(pid_alive(o.pid) for o in left)  # a kill -9 leaves them running
 
         (tmp_path / "script.toml").write_text(QUICK_TURN)  # the next life answers at once
         second_up = mnemara("up", str(tmp_path / "team.toml"))
@@ -274,9 +283,12 @@ def test_up_after_a_kill_9_waits_for_the_new_life_and_sweeps_the_old_lifes_cli(
         assert f"(pid {second.pid})" in second_up.stdout and pid_alive(second.pid)
         assert _ready(state / "host.sqlite", second.life)
         assert not any(pid_alive(o.pid) for o in marked)
-        (swept,) = logged(state, "orphans_swept")
-        # The shell and its sleep were swept (the CLI too, unless it ended on its own first).
-        assert {o.pid for o in left} <= set(swept.pids) <= {o.pid for o in marked}
+        if sandbox == "off":
+            (swept,) = logged(state, "orphans_swept")
+            # The shell and its sleep were swept (the CLI too, unless it ended first).
+            assert {o.pid for o in left} <= set(swept.pids) <= {o.pid for o in marked}
+        else:
+            assert not logged(state, "orphans_swept")
     finally:
         stopped = mnemara("down", "-t", "crash")
         sweep_orphans(state, current_life="")  # whatever a failed run left

@@ -1,0 +1,109 @@
+"""One sandboxed turn: the gateway, the relay, and a launcher the SDK runs as "the CLI".
+
+The SDK starts `cli_path` with the CLI's arguments. For a sandboxed turn that path is a
+small launcher script, written into a private per-turn directory, that execs bubblewrap with
+the turn's plan and then the real CLI under the relay. The directory also holds the gateway's
+sockets; it is removed when the turn ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.sandbox.gateway import Gateway, allowed_targets
+from runtime.sandbox.plan import Plan, build_plan
+from runtime.sandbox.probe import probe
+from runtime.sandbox.settings import SandboxSettings
+
+RELAY = Path(__file__).with_name("relay.py")
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox was required and cannot be built here."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What a driver needs to confine its turns: the settings and the machine's facts."""
+
+    settings: SandboxSettings
+    bwrap: str
+    user_home: Path
+    state_home: Path | None = None
+
+    @contextlib.contextmanager
+    def turn(self, *, cli: Path, cwd: Path, env: Mapping[str, str]) -> Iterator[Path]:
+        """A launcher path to give the SDK as `cli_path` for one turn."""
+        work = Path(tempfile.mkdtemp(prefix="mnemara-sandbox-"))
+        gateway_dir = work / "gw"
+        gateway_dir.mkdir()
+        gateway: Gateway | None = None
+        try:
+            shutil.copyfile(RELAY, gateway_dir / RELAY.name)
+            plan = build_plan(
+                bwrap=self.bwrap,
+                cli=cli,
+                python=relay_python(),
+                relay=RELAY,
+                gateway_dir=gateway_dir,
+                cwd=cwd,
+                env=env,
+                settings=self.settings,
+                user_home=self.user_home,
+                state_home=self.state_home,
+            )
+            gateway = open_gateway(gateway_dir, plan)
+            launcher = work / "claude"
+            launcher.write_text(launcher_script(plan), encoding="utf-8")
+            launcher.chmod(0o700)
+            yield launcher
+        finally:
+            if gateway is not None:
+                gateway.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def relay_python() -> Path:
+    """The system's Python when there is one (already inside), else the one running us."""
+    if SYSTEM_PYTHON.exists():
+        return SYSTEM_PYTHON
+    return Path(os.path.realpath(sys.executable))
+
+
+def open_gateway(directory: Path, plan: Plan) -> Gateway:
+    endpoint = plan.endpoint
+    model_target = (endpoint.host, endpoint.port)
+    allowed = allowed_targets(plan.allowed)
+    if not endpoint.plain:
+        allowed = allowed | {model_target}
+    return Gateway(directory, model=model_target if endpoint.plain else None, allowed=allowed)
+
+
+def launcher_script(plan: Plan) -> str:
+    return "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in plan.argv) + ' "$@"\n'
+
+
+def sandbox_for(
+    settings: SandboxSettings, *, user_home: Path, state_home: Path | None
+) -> Sandbox | None:
+    """The sandbox these settings ask for on this machine; None when tools run unconfined.
+
+    Raises SandboxUnavailable when the settings require it and bubblewrap cannot build it.
+    """
+    if settings.mode == "off":
+        return None
+    support = probe()
+    if support.bwrap is None:
+        if settings.mode == "required":
+            raise SandboxUnavailable(f"the sandbox is required, but {support.reason}")
+        return None
+    return Sandbox(settings, support.bwrap, user_home, state_home)

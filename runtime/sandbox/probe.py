@@ -1,0 +1,53 @@
+"""Whether bubblewrap is here and can build a sandbox on this machine, asked once per process.
+
+Finding `bwrap` on PATH is not enough: containers and hardened kernels can forbid the
+namespaces it needs. So the probe runs the smallest sandbox a turn would use (no network, own
+process ids, all capabilities dropped) and keeps the answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+PROBE_TIMEOUT_S = 10.0
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+
+
+@dataclass(frozen=True)
+class Support:
+    bwrap: str | None  # the executable, when it works
+    reason: str  # why not, when it does not ("" when it does)
+
+    @property
+    def available(self) -> bool:
+        return self.bwrap is not None
+
+
+def probe() -> Support:
+    """The answer for the `bwrap` on PATH (cached per executable: it does not change under
+    a running host, and a turn must not pay for a probe)."""
+    return check(shutil.which("bwrap"))
+
+
+@functools.cache
+def check(bwrap: str | None) -> Support:
+    if bwrap is None:
+        return Support(None, f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
+    args = [bwrap, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--cap-drop", "ALL"]
+    try:
+        done = subprocess.run(
+            [*args, "--die-with-parent", "true"],
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Support(None, f"{bwrap} could not be run: {exc}")
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = said[-1] if said else f"exit status {done.returncode}"
+        return Support(None, f"{bwrap} cannot create a sandbox here: {detail}")
+    return Support(bwrap, "")

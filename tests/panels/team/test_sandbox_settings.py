@@ -1,0 +1,57 @@
+"""`[team] sandbox`, `network`, `readable`, `writable`: read, checked, and obeyed by the host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from panels.errors import HostError
+from panels.host.host import Host
+from panels.team import TeamFileError, TeamSpec, parse_team
+
+
+def team(tmp_path: Path, lines: str, bus: str = "") -> TeamSpec:
+    text = f'[team]\nname = "t"\n{bus}{lines}\n[[panels]]\nname = "eng"\n'
+    return parse_team(text, source=tmp_path / "t.toml", home=tmp_path / "home")
+
+
+def test_defaults_confine_when_possible_with_no_network(tmp_path: Path) -> None:
+    spec = team(tmp_path, "")
+    assert spec.sandbox.mode == "auto" and spec.sandbox.network == "off"
+    assert spec.sandbox.read_only == (tmp_path / "t.toml",)
+
+
+def test_the_settings_are_read_and_a_foreign_bus_is_hidden(tmp_path: Path) -> None:
+    spec = team(
+        tmp_path,
+        'sandbox = "required"\nnetwork = ["pypi.org", "files.example:8443"]\n'
+        'readable = ["/opt/data"]\nwritable = ["out"]\n',
+        bus='bus = "returns.db"\n',
+    )
+    box = spec.sandbox
+    assert box.mode == "required"
+    assert box.network == ("pypi.org", "files.example:8443")
+    assert box.readable == (Path("/opt/data"),) and box.writable == ((tmp_path / "out"),)
+    assert tmp_path / "returns.db" in box.masked and tmp_path / "returns.db-wal" in box.masked
+
+
+@pytest.mark.parametrize(
+    "line", ['sandbox = "maybe"', 'network = "everything"', 'network = ["a b"]', "network = 3"]
+)
+def test_bad_values_are_refused_with_the_line(tmp_path: Path, line: str) -> None:
+    with pytest.raises(TeamFileError) as raised:
+        team(tmp_path, line)
+    assert "line 3" in str(raised.value) or ":3" in str(raised.value)
+
+
+def test_a_required_sandbox_stops_the_host_where_bubblewrap_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    host = Host(team(tmp_path, 'sandbox = "required"'))
+    with pytest.raises(HostError, match=r"required.*bubblewrap.*sandbox = \"auto\""):
+        host._sandbox()
+    quiet = Host(team(tmp_path, ""))
+    assert quiet._sandbox() is None
+    assert quiet.sandbox_note.startswith("tools run unconfined") and "apt-get" in quiet.sandbox_note

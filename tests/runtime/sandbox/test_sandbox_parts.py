@@ -1,0 +1,156 @@
+"""The sandbox's parts on their own: the probe, the plan's mounts, the gateway's proxy."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.sandbox import SandboxSettings, SandboxUnavailable, sandbox_for
+from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
+from runtime.sandbox.plan import build_plan
+from runtime.sandbox.probe import check
+
+
+def test_a_missing_bwrap_is_named_with_the_fix(tmp_path: Path) -> None:
+    support = check(None)
+    assert not support.available
+    assert "apt-get install bubblewrap" in support.reason
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'no namespaces here' >&2\nexit 1\n", encoding="utf-8")
+    broken.chmod(0o755)
+    said = check(str(broken))
+    assert not said.available and "no namespaces here" in said.reason
+
+
+def test_required_refuses_and_auto_runs_unconfined_without_bwrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    with pytest.raises(SandboxUnavailable, match=r"required.*not installed"):
+        sandbox_for(SandboxSettings(mode="required"), user_home=tmp_path, state_home=None)
+    assert sandbox_for(SandboxSettings(), user_home=tmp_path, state_home=None) is None
+    assert sandbox_for(SandboxSettings(mode="off"), user_home=tmp_path, state_home=None) is None
+
+
+def mounts(argv: list[str]) -> list[tuple[str, ...]]:
+    """The plan's mount options as tuples, e.g. ("--bind", src, dest)."""
+    arity = {"--bind": 2, "--ro-bind": 2, "--tmpfs": 1, "--remount-ro": 1, "--symlink": 2}
+    found, i = [], 0
+    while i < len(argv) and argv[i] != "--":
+        n = arity.get(argv[i])
+        if n is not None:
+            found.append(tuple(argv[i : i + n + 1]))
+            i += n + 1
+        else:
+            i += 1
+    return found
+
+
+def plan_for(tmp_path: Path, settings: SandboxSettings, env: dict[str, str]) -> list[str]:
+    home = tmp_path / "home"
+    work = home / "proj"
+    (work / ".git" / "hooks").mkdir(parents=True)
+    (work / ".git" / "config").write_text("", encoding="utf-8")
+    (work / ".ssh").mkdir()
+    (work / "bus.sqlite").write_text("", encoding="utf-8")
+    (work / "team.toml").write_text("", encoding="utf-8")
+    gateway = tmp_path / "gw"
+    gateway.mkdir()
+    return build_plan(
+        bwrap="/usr/bin/bwrap",
+        cli=Path("/usr/lib/claude/claude"),
+        python=Path("/usr/bin/python3"),
+        relay=Path("relay.py"),
+        gateway_dir=gateway,
+        cwd=work,
+        env=env,
+        settings=settings,
+        user_home=home,
+        state_home=home / ".mnemara",
+    ).argv
+
+
+def test_the_plan_binds_the_work_dir_and_guards_what_is_in_it(tmp_path: Path) -> None:
+    work = (tmp_path / "home" / "proj").resolve()
+    team_file = work / "team.toml"
+    settings = SandboxSettings(read_only=(team_file,))
+    argv = plan_for(tmp_path, settings, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/p/eng"})
+    found = mounts(argv)
+    assert ("--bind", str(work), str(work)) in found
+    after_work = found[found.index(("--bind", str(work), str(work))) :]
+    assert ("--ro-bind", str(work / ".git" / "hooks"), str(work / ".git" / "hooks")) in after_work
+    assert ("--ro-bind", str(team_file), str(team_file)) in after_work
+    assert ("--tmpfs", str(work / ".ssh")) in after_work
+    assert ("--ro-bind", "/dev/null", str(work / "bus.sqlite")) in after_work
+    assert ("--tmpfs", str((tmp_path / "home").resolve())) in found  # the rest of home: empty
+    assert "--unshare-net" in argv and argv[argv.index("--cap-drop") + 1] == "ALL"
+    relay = argv[argv.index("--") + 1 :]
+    assert relay[-2:] == ["--", "/usr/lib/claude/claude"]
+    assert any(r.endswith("model.sock:cli") for r in relay)  # network off: the CLI's alone
+    assert argv[argv.index("ANTHROPIC_BASE_URL") + 1] == "http://127.0.0.1:18080/p/eng"
+
+
+def test_an_https_endpoint_goes_through_the_proxy(tmp_path: Path) -> None:
+    settings = SandboxSettings(network=("pypi.org",))
+    argv = plan_for(tmp_path, settings, {"ANTHROPIC_API_KEY": "k"})
+    assert argv[argv.index("ANTHROPIC_BASE_URL") + 1] == "https://api.anthropic.com"
+    assert argv[argv.index("HTTPS_PROXY") + 1] == "http://127.0.0.1:18081"
+    relay = argv[argv.index("--") + 1 :]
+    assert not any(r.endswith(":cli") for r in relay)  # an allow-list is for commands too
+
+
+def test_connect_heads_are_parsed_strictly() -> None:
+    assert parse_connect(b"CONNECT pypi.org:443 HTTP/1.1\r\nHost: x\r\n\r\n") == ("pypi.org", 443)
+    assert parse_connect(b"CONNECT [::1]:443 HTTP/1.1\r\n\r\n") == ("::1", 443)
+    for bad in (b"GET http://x/ HTTP/1.1\r\n\r\n", b"CONNECT pypi.org HTTP/1.1\r\n\r\n", b"\x00"):
+        assert parse_connect(bad) is None
+    assert allowed_targets(["PyPI.org", "h:8443"]) == {("pypi.org", 443), ("h", 8443)}
+
+
+@pytest.fixture
+def upstream() -> Iterator[int]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            conn.sendall(b"hello from upstream")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+def through_proxy(directory: Path, target: str) -> bytes:
+    client = socket.socket(socket.AF_UNIX)
+    client.settimeout(10)
+    client.connect(str(directory / "proxy.sock"))
+    client.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    data = b""
+    while chunk := client.recv(4096):
+        data += chunk
+    client.close()
+    return data
+
+
+def test_the_proxy_lets_through_only_the_allowed(tmp_path: Path, upstream: int) -> None:
+    allowed = frozenset({("127.0.0.1", upstream)})
+    gateway = Gateway(tmp_path, model=None, allowed=allowed)
+    try:
+        refused = through_proxy(tmp_path, "example.org:443")
+        assert refused.startswith(b"HTTP/1.1 403")
+        passed = through_proxy(tmp_path, f"127.0.0.1:{upstream}")
+        assert passed.startswith(b"HTTP/1.1 200") and passed.endswith(b"hello from upstream")
+    finally:
+        gateway.close()
+    assert gateway.refused == [("example.org", 443)]
