@@ -16,7 +16,7 @@ The rules, with the checklist rows they answer:
 - a Content-Length over 1 MiB is refused before the body is read; raw bytes are counted as
   they arrive; `Accept-Encoding: identity` is sent and an encoded answer refused, so what is
   counted is what is kept (#31, #32, #33).
-- the body must be a role doc: not HTML, UTF-8, no NUL, control or invisible characters
+- the body must be a role doc: not HTML, UTF-8, no NUL or control characters
   (`runtime.roledoc.role_text_problem`, #35).
 - every failure, httpx's and the OS's included, is a FetchError naming the URL.
 """

@@ -76,11 +76,15 @@ def send(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit one message. The sender is --from (default `operator`), never the payload."""
-    from peerbus.jsonload import load_json
+    from peerbus.jsonload import JsonLimitError, load_json
 
     text = sys.stdin.read() if payload == "-" else payload
     try:
         value = load_json(text)
+    except JsonLimitError as exc:
+        raise fail(
+            f"the payload is refused ({exc}); send a flatter JSON object", EXIT_USAGE
+        ) from None
     except ValueError as exc:
         raise fail(f"the payload is not JSON ({exc}); give a JSON object", EXIT_USAGE) from None
     from peerbus import submit

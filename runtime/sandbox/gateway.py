@@ -20,33 +20,13 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-CHUNK = 65536
+from runtime.sandbox.relay import splice
+
 HEAD_LIMIT = 8192  # a CONNECT request head is one short line and a few headers
 HEAD_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 MODEL_SOCKET = "model.sock"
 PROXY_SOCKET = "proxy.sock"
-
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(CHUNK):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-
-
-def _splice(client: socket.socket, upstream: socket.socket) -> None:
-    """Carry bytes both ways until both sides are done, then close both."""
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
-    _pump(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
 
 
 def parse_connect(head: bytes) -> tuple[str, int] | None:
@@ -116,7 +96,7 @@ class Gateway:
             client.close()
             return
         upstream.settimeout(None)
-        _splice(client, upstream)
+        splice(client, upstream)
 
     def _proxy(self, client: socket.socket) -> None:
         client.settimeout(HEAD_TIMEOUT_S)
@@ -155,7 +135,7 @@ class Gateway:
             client.close()
             upstream.close()
             return
-        _splice(client, upstream)
+        splice(client, upstream)
 
     def close(self) -> None:
         for listener in self._listeners:

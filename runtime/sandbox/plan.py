@@ -5,9 +5,9 @@ command meet the same walls, checked by the kernel when a file is opened: a syml
 after our policy decided, or a hard link to a file elsewhere, leads nowhere new.
 
 What the sandbox sees, in mount order (later mounts cover earlier ones):
-1. the system, read-only: /usr, /bin, /lib*, /etc (minus its password hashes), /opt, plus the
-   CLI's own directory and the Python that runs the relay;
-2. fresh, empty /tmp, /run and HOME (the CLI needs a writable home for its own files);
+1. the system, read-only: /usr, /bin, /lib*, /etc (minus its password hashes), /opt;
+2. fresh, empty /tmp, /run and HOME (the CLI needs a writable home for its own files), then
+   the CLI's own directory and the Python that runs the relay, read-only, wherever they are;
 3. the panel's readable areas read-only, then its working directory and writable areas;
 4. inside those areas: secrets hidden, startup files and git hooks read-only, mnemara's state
    and every team database hidden, plus what the host names (the team file, a foreign bus);
@@ -100,11 +100,12 @@ def build_plan(
     args: list[str] = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     args += ["--unshare-cgroup-try"]
-    args += _system(cli, python)
+    args += _system()
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     args += ["--tmpfs", "/var/tmp", "--tmpfs", str(user_home)]
     if cli_home != user_home:
         args += ["--tmpfs", str(cli_home)]
+    args += _programs(cli, python)
     readable = [_real(p) for p in settings.readable if p.exists()]
     writable = [_real(p) for p in (cwd, *settings.writable) if p.exists()]
     for path in sorted(readable, key=_depth):
@@ -133,7 +134,7 @@ def _depth(path: Path) -> int:
     return len(path.parts)
 
 
-def _system(cli: Path, python: Path) -> list[str]:
+def _system() -> list[str]:
     args: list[str] = []
     for name in SYSTEM_DIRS:
         path = Path(name)
@@ -146,8 +147,14 @@ def _system(cli: Path, python: Path) -> list[str]:
             args += ["--tmpfs", secret]
         elif Path(secret).exists():
             args += ["--ro-bind", "/dev/null", secret]
-    # The CLI's directory and the relay's Python, when they live outside the system dirs
-    # (a virtualenv or pyenv under the home directory, which is otherwise not there).
+    return args
+
+
+def _programs(cli: Path, python: Path) -> list[str]:
+    """The CLI's directory and the relay's Python, read-only, when they live outside the
+    system dirs: a virtualenv or pyenv under the home directory or /tmp, which the sandbox
+    has just replaced with empty ones (so these mounts come after those)."""
+    args: list[str] = []
     extra = {_real(cli).parent, _real(python).parent.parent}
     for path in sorted(extra, key=_depth):
         if not any(path.is_relative_to(d) for d in SYSTEM_DIRS):

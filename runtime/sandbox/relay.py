@@ -25,7 +25,8 @@ import threading
 CHUNK = 65536
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def pump(src: socket.socket, dst: socket.socket) -> None:
+    """Copy bytes from `src` to `dst` until `src` ends, then end `dst`'s sending side."""
     try:
         while data := src.recv(CHUNK):
             dst.sendall(data)
@@ -36,6 +37,17 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             dst.shutdown(socket.SHUT_WR)
 
 
+def splice(client: socket.socket, upstream: socket.socket) -> None:
+    """Carry bytes both ways until both sides are done, then close both. (The host's gateway
+    uses it too: this module is standard library only, so both sides can import it.)"""
+    back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
+    back.start()
+    pump(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
 def _carry(client: socket.socket, target: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -44,12 +56,7 @@ def _carry(client: socket.socket, target: str) -> None:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
-    _pump(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
+    splice(client, upstream)
 
 
 def _socket_inode(local_port: int, remote_port: int) -> str | None:

@@ -8,7 +8,6 @@ the decision), #20 (a hard link to a file elsewhere), #25 (sockets), and the net
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import socket
@@ -26,6 +25,7 @@ from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies, lo
 from runtime.driver import Approver, Decision, ToolCallRequest, ToolResult
 from runtime.policy.setup import build_approver
 from runtime.sandbox import Sandbox, SandboxSettings, probe
+from runtime.sandbox.relay import splice
 from runtime.session import open_session
 
 from .conftest import rehearse as rehearse
@@ -295,13 +295,7 @@ def tls_front(tmp_path: Path) -> Iterator[tuple[Path, Callable[[int], int]]]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     listeners: list[socket.socket] = []
-
-    def pump(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
+    carriers: list[threading.Thread] = []
 
     def front(port: int) -> int:
         server = socket.socket()
@@ -313,14 +307,17 @@ def tls_front(tmp_path: Path) -> Iterator[tuple[Path, Callable[[int], int]]]:
             while True:
                 try:
                     raw, _ = server.accept()
+                except OSError:
+                    return  # closed at the end of the test
+                try:
                     conn = context.wrap_socket(raw, server_side=True)
                 except OSError:
-                    if server.fileno() == -1:
-                        return
+                    raw.close()
                     continue
                 upstream = socket.create_connection(("127.0.0.1", port))
-                threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
-                threading.Thread(target=pump, args=(conn, upstream), daemon=True).start()
+                carry = threading.Thread(target=splice, args=(conn, upstream), daemon=True)
+                carry.start()
+                carriers.append(carry)
 
         threading.Thread(target=serve, daemon=True).start()
         return int(server.getsockname()[1])
@@ -328,6 +325,8 @@ def tls_front(tmp_path: Path) -> Iterator[tuple[Path, Callable[[int], int]]]:
     yield cert, front
     for server in listeners:
         server.close()
+    for carry in carriers:  # each closes both its sockets when the CLI's connection ends
+        carry.join(timeout=10)
 
 
 async def test_an_https_model_endpoint_is_reached_only_through_the_host_s_proxy(

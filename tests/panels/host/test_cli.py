@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -118,13 +119,20 @@ def test_up_detached_send_ps_down_on_the_solo_example(tmp_path: Path) -> None:
             [sys.executable, "-m", "panels.cli.main", "logs", "-f", "--team", "solo"],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True,
         ) as follow:  # fmt: skip
+            # A reply that never comes ends the wait (and fails the test) instead of hanging.
+            guard = threading.Timer(90, follow.kill)
+            guard.start()
+            replied = False
             try:
                 assert follow.stdout is not None
                 for line in follow.stdout:  # blocks until the turn's reply is logged
                     if "assistant says: Hello." in line:
+                        replied = True
                         break
             finally:
+                guard.cancel()
                 follow.kill()
+            assert replied, "no reply logged within 90 s"
         ps = mnemara("ps", "--team", "solo")
         assert "running" in ps.stdout and "assistant" in ps.stdout
     finally:

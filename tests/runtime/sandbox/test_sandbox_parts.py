@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runtime.sandbox import SandboxSettings, SandboxUnavailable, sandbox_for
+from runtime.sandbox import SandboxSettings, SandboxUnavailable, probe, sandbox_for
 from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
+from runtime.sandbox.launch import RELAY, relay_python
 from runtime.sandbox.plan import build_plan
 from runtime.sandbox.probe import check
 
@@ -154,3 +157,37 @@ def test_the_proxy_lets_through_only_the_allowed(tmp_path: Path, upstream: int) 
     finally:
         gateway.close()
     assert gateway.refused == [("example.org", 443)]
+
+
+@pytest.mark.parametrize("where", ["home", "tmp"])
+def test_a_cli_installed_under_home_or_tmp_still_runs_inside(tmp_path: Path, where: str) -> None:
+    """The sandbox empties HOME and /tmp; a CLI in a virtualenv there must still be found
+    (it is mounted after them). Runs the real bubblewrap and relay with a stand-in CLI."""
+    support = probe()
+    assert support.bwrap is not None, support.reason
+    home = tmp_path / "home"
+    work = home / "proj"
+    work.mkdir(parents=True)
+    venv = (home / "proj-env" if where == "home" else tmp_path / "env") / "bin"
+    venv.mkdir(parents=True)
+    cli = venv / "claude"
+    cli.write_text('#!/bin/sh\necho "stand-in CLI ran in $PWD with $1"\n', encoding="utf-8")
+    cli.chmod(0o755)
+    gateway = tmp_path / "gw"
+    gateway.mkdir()
+    shutil.copyfile(RELAY, gateway / RELAY.name)
+    plan = build_plan(
+        bwrap=support.bwrap,
+        cli=cli,
+        python=relay_python(),
+        relay=RELAY,
+        gateway_dir=gateway,
+        cwd=work,
+        env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/p/eng", "HOME": str(home)},
+        settings=SandboxSettings(),
+        user_home=home,
+        state_home=None,
+    )
+    done = subprocess.run([*plan.argv, "--flag"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"stand-in CLI ran in {work.resolve()} with --flag"
