@@ -209,31 +209,40 @@ def inbox(
     give(team, make_verb("inbox", panel, on=state == "on"))
 
 
+def _waiting(bus_path: str, route: str, senders: list[str] | None) -> list[Any]:
+    """What waits for `route` on the bus at `bus_path` (nothing when there is no such file)."""
+    from peerbus import close_bus, connect_bus
+    from peerbus import inbox as read_inbox
+
+    if not bus_path or not Path(bus_path).is_file():
+        return []
+    bus = connect_bus(Path(bus_path))
+    try:
+        return list(read_inbox(bus, route, senders=senders, limit=50))
+    finally:
+        close_bus(bus)
+
+
 def _list_inbox(team: str, panel: str) -> None:
     from panels.host.account import clean
     from panels.host.delivery import operator_route
     from panels.hostdb import get_meta, read_panels
-    from peerbus import close_bus, connect_bus
-    from peerbus import inbox as read_inbox
 
     conn = open_host_db(team)
     try:
         rows = {r.name: r for r in read_panels(conn)}
-        bus_path = get_meta(conn).get("bus", "")
+        meta = get_meta(conn)
     finally:
         conn.close()
     if panel not in rows:
         raise _no_panel(panel, team)
     state = "on" if rows[panel].inbox else "off"
-    waiting: list[tuple[Any, bool]] = []
-    if bus_path and Path(bus_path).is_file():
-        bus = connect_bus(Path(bus_path))
-        try:
-            operator = read_inbox(bus, operator_route(panel), senders=[], limit=50)
-            peers = read_inbox(bus, panel, limit=50)
-        finally:
-            close_bus(bus)
-        waiting = [(item, True) for item in operator] + [(item, False) for item in peers]
+    # Operator input waits on the host's own bus: the team's, unless that one is foreign.
+    bus_path = meta.get("bus", "")
+    operator_path = meta.get("operator_bus") or bus_path
+    operator = _waiting(operator_path, operator_route(panel), senders=[])
+    peers = _waiting(bus_path, panel, senders=None)
+    waiting = [(item, True) for item in operator] + [(item, False) for item in peers]
     typer.echo(f"{panel}: delivery of peer messages is {state}; {len(waiting)} waiting")
     if not waiting:
         typer.echo("(nothing waits)")

@@ -120,7 +120,8 @@ class Dispatcher:
 
     async def _at_once(self, runner: PanelRunner, verb: verbs.Verb, by: str) -> Outcome:
         if isinstance(verb, verbs.Input):
-            ident = await self.services.bus.submit(
+            # On the operator's bus: the host's own, never a foreign table others read.
+            ident = await self.services.operator_bus.submit(
                 OPERATOR, operator_route(runner.name), {"type": "input", "text": verb.text}
             )
             ticket = self.tickets.open(runner.name, ident)

@@ -1,14 +1,15 @@
 """The host: runs a team's panels on trio, with its event log, control plane and watchdog.
 
 `Host(team).serve()` owns everything for its lifetime: a lease on every instance the team
-uses (another process holding one stops the start, naming it), host.sqlite, the bus, the
-rehearsal server (when the team file names a script), the event writer, the bus watcher, one
-supervised task per panel, the control-table reader and the digest service. It reports
-readiness once every panel has started (or failed its first start). Verbs from anyone go
-through `dispatch` (dispatch.py). `request_stop()` (SIGINT, SIGTERM, `mnemara down`) stops it
-cleanly: no new claims, turns in flight get `grace` seconds to finish and are then
-cancelled, every claim is settled, open questions are answered no, the log is flushed.
-Nothing is left claimed.
+uses (another process holding one stops the start, naming it), host.sqlite, the bus (and,
+when the team's bus is a foreign file other programs read, a bus of its own for operator
+input: `operator_bus_path`), the rehearsal server (when the team file names a script), the
+event writer, the bus watcher, one supervised task per panel, the control-table reader and
+the digest service. It reports readiness once every panel has started (or failed its first
+start). Verbs from anyone go through `dispatch` (dispatch.py). `request_stop()` (SIGINT,
+SIGTERM, `mnemara down`) stops it cleanly: no new claims, turns in flight get `grace`
+seconds to finish and are then cancelled, every claim is settled, open questions are
+answered no, the log is flushed. Nothing is left claimed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +81,7 @@ class Host:
         grace: float = 20.0,
         digest: DigestSettings | None = None,
         bus_poll: float = 0.01,
+        bus_recheck: float = 5.0,
         listeners: Sequence[Listener] = (),
         log_interval: float = 0.1,
         live_listeners: Sequence[LiveListener] = (),
@@ -96,6 +99,8 @@ class Host:
         self.grace = grace
         self.digest_settings = digest
         self.bus_poll = bus_poll
+        # Seconds between the bus watcher's wake-ups when nothing changed (wakeup.py).
+        self.bus_recheck = bus_recheck
         self.listeners = tuple(listeners)
         self.log_interval = log_interval
         self.live_listeners = tuple(live_listeners)
@@ -147,15 +152,21 @@ class Host:
             if self.team.silent_types is not None:
                 bus_options["silent_types"] = self.team.silent_types
             bus = await stack.enter_async_context(open_bus(self.team.bus_path, **bus_options))
+            operator_bus = bus
+            own = operator_bus_path(self.team)
+            if own is not None:
+                operator_bus = await stack.enter_async_context(open_bus(own, **bus_options))
             shared = None
             if self.team.shared_memory:
                 shared = stack.enter_context(open_shared_memory(self.team.memory_dir))
             async with anyio.create_task_group() as services_tg:
                 drivers = await self._start_drivers(services_tg)
-                self._build(bus, drivers, shared)
+                self._build(bus, operator_bus, drivers, shared)
                 await services_tg.start(self.services.log.serve)
                 await services_tg.start(self.services.watch.serve)
-                await services_tg.start(serve_inbox_counts, bus, self.panels)
+                await services_tg.start(
+                    partial(serve_inbox_counts, operator_bus=operator_bus), bus, self.panels
+                )
                 await self._record_start(leases)
                 if swept:
                     pids, commands = tuple(o.pid for o in swept), tuple(o.command for o in swept)
@@ -214,7 +225,9 @@ class Host:
         found, self.sandbox_note = team_sandbox(self.team, self._home)
         return found
 
-    def _build(self, bus: Bus, drivers: DriverFactory, shared: Memory | None = None) -> None:
+    def _build(
+        self, bus: Bus, operator_bus: Bus, drivers: DriverFactory, shared: Memory | None = None
+    ) -> None:
         log = EventLog(self.db, interval=self.log_interval)
         for listener in self.listeners:
             log.listen(listener)
@@ -223,9 +236,10 @@ class Host:
         self.services = HostServices(
             team=self.team,
             bus=bus,
+            operator_bus=operator_bus,
             log=log,
             approvals=Approvals(),
-            watch=BusWatch(bus),
+            watch=BusWatch(bus, operator_bus, recheck=self.bus_recheck),
             drivers=drivers,
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
             home=self._home,
@@ -257,6 +271,7 @@ class Host:
         files |= {f"role:{spec.name}": str(spec.role or "") for spec in self.team.panels}
         await self.db.set_meta({"team": self.team.name, "pid": str(os.getpid()),
                                 "bus": str(self.team.bus_path), "started": str(time.time()),
+                                "operator_bus": str(self.services.operator_bus.file.path),
                                 "source": str(self.team.source or ""), **files,
                                 **budget_meta(self.team)})  # fmt: skip
         log = self.services.log
@@ -322,11 +337,11 @@ class Host:
         runners = list(self.panels.values())
         if any(r.in_turn for r in runners):
             return False
-        bus = self.services.bus
+        bus, operator_bus = self.services.bus, self.services.operator_bus
         for runner in runners:
             if runner.halt is not None or runner.paused or runner.stopping:
                 continue
-            if await bus.inbox(operator_route(runner.name), senders=(), limit=1):
+            if await operator_bus.inbox(operator_route(runner.name), senders=(), limit=1):
                 return False
             if runner.inbox_on and await bus.inbox(
                 runner.name, senders=runner.spec.listens_to, limit=1
@@ -345,6 +360,21 @@ async def open_host(team: TeamSpec, **options: Any) -> AsyncIterator[Host]:
             yield host
         finally:
             host.request_stop()
+
+
+def operator_bus_path(team: TeamSpec) -> Path | None:
+    """The host's own bus file for operator input, or None when that is the team's bus.
+
+    A team's bus named in its team file, or a solo instance's `peer_db_path`, is a file other
+    programs read (the original mnemara, other hosts): operator input written there would be
+    seen by all of them. It goes to `bus.sqlite` in the host's state dir instead, the file the
+    team would use by default (a team file naming that very file needs no second one)."""
+    if team.bus_is_default:
+        return None
+    own = team.state_dir / "bus.sqlite"
+    if own.resolve() == team.bus_path.expanduser().resolve():
+        return None
+    return own
 
 
 def budget_meta(team: TeamSpec) -> dict[str, str]:

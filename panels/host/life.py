@@ -12,6 +12,11 @@ turn; settle. With nothing to do it waits for its wake-up flag, set by the bus w
 by control verbs. Before its first claim, a life publishes what an earlier life's committed
 turns queued and did not get out (outbox.py): a crash between a commit and its publish
 loses no send.
+
+When the team's bus is foreign, operator input waits on the host's own bus (services.py).
+The turn store keeps consumed ids per bus (its `source`), so a turn then takes from one bus
+only: operator input alone when some waits, else the peer inbox. With one bus, a turn takes
+both, operator input first.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import anyio
 import anyio.abc
 
 from panels.host.delivery import claim_limits, compose_turn, operator_route
+from panels.host.inboxes import bus_counts
 from panels.host.instances import prepare_panel
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
@@ -33,7 +39,7 @@ from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
 from panels.team import PanelSpec
-from peerbus import Claim, read_original_watermark
+from peerbus import Bus, Claim, read_original_watermark
 from runtime.driver import ToolSpec
 from runtime.home import InstancePaths
 from runtime.session import Session, open_session
@@ -77,7 +83,7 @@ async def live(
         # What the panel writes is stamped with who wrote it (panel, epoch, turn).
         session.panel, session.epoch = spec.name, runner.epoch
         session.shared_memory = host.shared_memory
-        await host.bus.register(operator_route(spec.name), senders=())
+        await host.operator_bus.register(operator_route(spec.name), senders=())
         host.log.emit(PanelStarted(panel=spec.name, epoch=runner.epoch, instance=spec.instance,
                                    model=runner.model, created=prepared.created))  # fmt: skip
         runner.dead_letters = await _dead_letter_count(runner)
@@ -130,11 +136,14 @@ async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None
                 await wake.wait()
 
 
-async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets) -> bool:
-    """Claim and run one turn; False when there was nothing to deliver."""
+async def _claim(runner: PanelRunner) -> tuple[Bus, list[Claim]]:
+    """The next turn's claims (those with messages) and the one bus they came from.
+
+    Operator input first. With two buses, operator input that waits makes a turn of its own
+    (one turn, one source in the turn store); with one, the peer inbox joins it."""
     host, spec = runner.host, runner.spec
     limits = claim_limits(spec.batch)
-    operator = await host.bus.claim(
+    operator = await host.operator_bus.claim(
         operator_route(spec.name),
         senders=(),
         max_messages=OPERATOR_BATCH,
@@ -142,6 +151,11 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         lease=host.lease,
     )
     claims: list[Claim] = [operator]
+    if host.operator_bus is not host.bus:
+        await _report_dead_letters(runner, claims)
+        if operator.messages or not runner.inbox_on:
+            return host.operator_bus, [c for c in claims if c.messages]
+        claims = []
     if runner.inbox_on:
         peers = await host.bus.claim(
             spec.name,
@@ -152,15 +166,23 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         )
         claims.append(peers)
     await _report_dead_letters(runner, claims)
-    claims = [c for c in claims if c.messages]
+    return host.bus, [c for c in claims if c.messages]
+
+
+async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets) -> bool:
+    """Claim and run one turn; False when there was nothing to deliver."""
+    host, spec = runner.host, runner.spec
+    limits = claim_limits(spec.batch)
+    # Every ack, nack and store lookup below is on the bus the claims came from.
+    bus, claims = await _claim(runner)
     if not claims:
         return False
     if runner.halt is not None or runner.paused or runner.stopping:
         # Halted, paused or stopping while it claimed: give the batch back untouched, uncounted.
         for claim in claims:
-            await host.bus.nack(claim, count=False)
+            await bus.nack(claim, count=False)
         return True
-    source = host.bus.identity
+    source = bus.identity
     consumed = await session.store.committed(source, [i for c in claims for i in c.ids])
     already = set(consumed)
     if already:
@@ -170,16 +192,17 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         skipped = RedeliverySkipped(panel=spec.name, ids=tuple(sorted(already)), turns=turns)
         await host.log.commit(skipped)
         for claim in claims:
-            await host.bus.ack(claim, only=already)
+            await bus.ack(claim, only=already)
         await session.store.mark_acked(source, sorted(already))
-        tickets.already_done(already)
+        if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
+            tickets.already_done(already)
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
     from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
     from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
     turn_input = compose_turn(from_operator, from_peers, max_tokens=limits.max_tokens)
     if turn_input is None:
         return True
-    await run_turn(runner, session, claims, turn_input, tickets)
+    await run_turn(runner, session, bus, claims, turn_input, tickets)
     return True
 
 
@@ -195,22 +218,31 @@ async def _report_dead_letters(runner: PanelRunner, claims: list[Claim]) -> None
 
 
 async def _dead_letter_count(runner: PanelRunner) -> int:
-    """The messages the bus holds as given up for the panel's two routes (for `ps`)."""
-    stats = await runner.host.bus.stats()
-    routes = {runner.name, operator_route(runner.name)}
-    return sum(r.failed for r in stats.recipients if r.recipient in routes)
+    """The messages the buses hold as given up for the panel's two routes (for `ps`)."""
+    host = runner.host
+    counts = await bus_counts(host.bus, host.operator_bus, {runner.name: runner})
+    return counts[runner.name].dead
 
 
 async def _note_acks(runner: PanelRunner, session: Session) -> None:
     """Note in the store the acks an earlier life made but died before noting: the bus says
     which of the store's unacked ids it will never deliver again (the rest come back, and
-    the redelivery path notes them). Without this they would never age out of the store."""
-    bus, source = runner.host.bus, runner.host.bus.identity
-    unacked = await session.store.unacked(source)
-    if not unacked:
-        return
-    done: set[int] = set()
-    for route in (runner.name, operator_route(runner.name)):
-        done |= await bus.settled(route, unacked)
-    if done:
-        await session.store.mark_acked(source, sorted(done))
+    the redelivery path notes them). Without this they would never age out of the store.
+    Each bus is asked about the ids the store holds under its own identity."""
+    host, name, operator = runner.host, runner.name, operator_route(runner.name)
+    routes: list[tuple[Bus, tuple[str, ...]]] = [
+        (host.bus, (name,)),
+        (host.operator_bus, (operator,)),
+    ]
+    if host.operator_bus is host.bus:
+        routes = [(host.bus, (name, operator))]
+    for bus, names in routes:
+        source = bus.identity
+        unacked = await session.store.unacked(source)
+        if not unacked:
+            continue
+        done: set[int] = set()
+        for route in names:
+            done |= await bus.settled(route, unacked)
+        if done:
+            await session.store.mark_acked(source, sorted(done))

@@ -88,9 +88,7 @@ async def publish(runner: PanelRunner, session: Session) -> int:
     """Publish the panel's committed, unpublished sends in order; returns how many went out."""
     bus, log, store = runner.host.bus, runner.host.log, session.store
     sent = 0
-    # Only the sends of turns fed from this bus: an instance also run elsewhere (solo, another
-    # team) keeps that bus's sends for its host there.
-    for entry in await store.outbox_pending(bus.identity):
+    for entry in await _pending(runner, session):
         try:
             ident = await bus.submit(
                 runner.name, entry.recipient, entry.payload, topic=entry.topic, key=entry.key
@@ -109,6 +107,20 @@ async def publish(runner: PanelRunner, session: Session) -> int:
         await store.mark_published(entry.key, ident)
         sent += 1
     return sent
+
+
+async def _pending(runner: PanelRunner, session: Session) -> list[OutboxEntry]:
+    """The sends to publish, in the order they were queued: only those of turns fed from this
+    host's buses (an instance also run elsewhere, solo or in another team, keeps that bus's
+    sends for its host there). A turn fed from the host's own operator bus (the team's bus is
+    foreign) sends on the team's bus too: operator input is the only thing that bus carries."""
+    host, store = runner.host, session.store
+    pending = await store.outbox_pending(host.bus.identity)
+    if host.operator_bus is not host.bus:
+        pending += await store.outbox_pending(host.operator_bus.identity)
+        # An entry of the unknown source comes in both answers: once, by its place in the queue.
+        pending = sorted({e.id: e for e in pending}.values(), key=lambda e: e.id)
+    return pending
 
 
 def _published(panel: str, entry: OutboxEntry, ident: int) -> MessageSent | AckSent:

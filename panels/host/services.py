@@ -1,4 +1,4 @@
-"""What every panel of a host shares: the team, the bus, the log, the slots, the drivers.
+"""What every panel of a host shares: the team, the buses, the log, the slots, the drivers.
 
 One `HostServices` is built by the host and handed to each `PanelRunner`; nothing here is
 global, and nothing here knows the runners (the host holds them). `TurnContext` is the state
@@ -28,7 +28,11 @@ DriverFactory = Callable[[PanelSpec], AgentDriver]
 @dataclass
 class HostServices:
     team: TeamSpec
-    bus: Bus
+    bus: Bus  # the team's: peer messages and every send
+    # Where operator input waits (the operator routes): the team's own bus object when that is
+    # the default one; the host's own file when the team's bus is foreign, since other
+    # programs read a foreign table and operator input must never reach them.
+    operator_bus: Bus
     log: EventLog
     approvals: Approvals
     watch: BusWatch

@@ -23,6 +23,11 @@ it settles leaves the leases, which the next start releases, and the stored ids 
 turn on the same messages. The order is: commit, log it (on disk), ack, publish the turn's
 outbox (outbox.py), log the end (on disk).
 
+Everything here is done on the one bus the turn's claims came from (`bus`): its identity is
+the turn's `source` in the store, and it takes the acks, nacks and dead letters. When the
+team's bus is foreign, operator input comes from the host's own bus (life.py), so a turn's
+bus is not always `host.bus`.
+
 One exception, for a face whose operator watches (the solo REPL: `redeliver_failed_input`
 off): the operator input of a turn that failed with a driver error is acked, not given back.
 The operator saw the error at once and the input is kept in the window, marked; delivering it
@@ -54,7 +59,7 @@ from panels.hostdb.catalogue import (
     Warned,
     WindowTrimmed,
 )
-from peerbus import Claim, Message
+from peerbus import Bus, Claim, Message
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
@@ -72,17 +77,23 @@ def preview(value: object, limit: int = PREVIEW) -> str:
 async def run_turn(
     runner: PanelRunner,
     session: Session,
+    bus: Bus,
     claims: list[Claim],
     turn_input: TurnInput,
     tickets: Tickets,
 ) -> None:
-    """Run one turn on `turn_input`; raise the driver's error after settling, if any."""
+    """Run one turn on `turn_input`, claimed from `bus`; raise the driver's error after
+    settling, if any."""
     host, log = runner.host, runner.host.log
     delivered = {m.id: m for c in claims for m in c.messages}
-    runner.remember(list(delivered.values()))
+    if bus is host.bus:
+        # What the bus tools may name (ack, forward checks): the team's bus's messages only;
+        # ids on the host's own operator bus would collide with them.
+        runner.remember(list(delivered.values()))
     turn = TurnContext(runner.turns + 1, delivered, host.clock())
     runner.turn = turn
-    tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
+    if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
+        tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
     log.emit(Delivered(panel=runner.name, turn=turn.number, ids=turn_input.consumed_ids,
                        senders=turn_input.senders, stale_ids=turn_input.stale_ids))  # fmt: skip
     runner.set_state(runner.state, "")
@@ -100,7 +111,7 @@ async def run_turn(
                 events = session.turn(
                     turn_input.text,
                     consumed_ids=turn_input.consumed_ids,
-                    source=host.bus.identity,
+                    source=bus.identity,
                 )
                 async with aclosing(events) as stream:
                     async for event in stream:
@@ -123,7 +134,7 @@ async def run_turn(
                 drop = error is not None and not host.redeliver_failed_input
                 reason = f"its turn failed: {error}" if error is not None else "its turn failed"
                 row = session.last_turn_row if session.last_turn_row != row_before else None
-                await settle(runner, session, claims, failed=reason if failed else None,
+                await settle(runner, session, bus, claims, failed=reason if failed else None,
                              drop_operator=drop, error=error, input_row=row)  # fmt: skip
                 await publish(runner, session)
             runner.failed_turn_ids = frozenset(delivered) if failed else frozenset()
@@ -172,6 +183,7 @@ def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
 async def settle(
     runner: PanelRunner,
     session: Session,
+    bus: Bus,
     claims: list[Claim],
     *,
     failed: str | None = None,
@@ -179,13 +191,14 @@ async def settle(
     error: BaseException | None = None,
     input_row: int | None = None,
 ) -> None:
-    """Ack what the store says was consumed; give the rest back at once.
+    """Ack what the store says was consumed; give the rest back at once (on `bus`, where
+    `claims` came from).
 
     `failed` (the reason) when the turn failed on its own (`error`, if a driver error): what
     it gives back is judged by poison.py, and a poison message is dead-lettered here; the
     turn's interrupted `input_row` is deleted first when nothing of the turn was consumed.
     With `drop_operator`, the operator route's messages are acked whatever the store says."""
-    bus, log = runner.host.bus, runner.host.log
+    log = runner.host.log
     source = bus.identity
     consumed = await session.store.committed(source, [i for c in claims for i in c.ids])
     dropped = {
@@ -216,7 +229,7 @@ async def settle(
             released += (await bus.nack(claim, only=counted, count=True)).settled
         poison = [m for m in claim.messages if m.id in verdict.poison]
         if poison:
-            await _dead_letter(runner, claim, poison, failed or "its turn failed", limit)
+            await _dead_letter(runner, bus, claim, poison, failed or "its turn failed", limit)
         judged = set(counted) | {m.id for m in poison}
         back = [i for i in sorted(mine) if i not in judged]
         if back:
@@ -233,10 +246,10 @@ async def settle(
 
 
 async def _dead_letter(
-    runner: PanelRunner, claim: Claim, poison: list[Message], failed: str, limit: int
+    runner: PanelRunner, bus: Bus, claim: Claim, poison: list[Message], failed: str, limit: int
 ) -> None:
     reason = f"{failed} ({poison[0].attempt} of {limit} attempts, alone)"
-    given_up = await runner.host.bus.fail(claim, reason=reason, only=[m.id for m in poison])
+    given_up = await bus.fail(claim, reason=reason, only=[m.id for m in poison])
     for message in poison:
         if message.id in given_up.settled:
             runner.dead_letters += 1

@@ -254,9 +254,11 @@ class SoloFace:
 
     async def _inbox(self) -> str:
         runner = self.runner
-        bus = self.host.services.bus
-        waiting = await bus.inbox(runner.name, senders=runner.spec.listens_to, limit=20)
-        operator = await bus.inbox(operator_route(runner.name), senders=(), limit=20)
+        services = self.host.services
+        waiting = await services.bus.inbox(runner.name, senders=runner.spec.listens_to, limit=20)
+        # Operator input waits on the host's own bus (the team's, unless that is foreign).
+        route = operator_route(runner.name)
+        operator = await services.operator_bus.inbox(route, senders=(), limit=20)
         state = "on" if runner.inbox_on else "off (/inbox on delivers what waits)"
         lines = [f"inbox delivery is {state}"]
         for item in [*operator, *waiting]:

@@ -644,7 +644,7 @@ async def test_39_a_live_panel_may_not_write_its_team_file_or_foreign_bus(
     driver = Recording([[*calls.values(), Usage(10, 1), Done()]])
     drivers: dict[str, AgentDriver] = {"a": driver}
     async with start_host(team, drivers) as (host, events, _):
-        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "go"})
+        await host.services.operator_bus.submit(OPERATOR, operator_route("a"), {"text": "go"})
         await events.wait("turn_ended", "a")
     results = {e.tool_use_id: e for e in driver.events if isinstance(e, ToolResult)}
     for refused in ("team-cp", "team-write", "bus-sql", "bus-wal"):
