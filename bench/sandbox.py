@@ -149,6 +149,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="Bash calls per side")
     parser.add_argument("--turns", type=int, default=8, help="turns per side")
     args = parser.parse_args()
+    if args.calls < 1 or args.turns < 1:
+        parser.error("--calls and --turns must be at least 1")
     per_call(args.calls)
     import anyio
 

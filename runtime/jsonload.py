@@ -80,6 +80,8 @@ def load_json(
 
 def json_too_deep(text: str, max_depth: int) -> int | None:
     """The offset of the first bracket past `max_depth` levels of nesting, or None."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return None  # too few brackets to nest that deep (most documents): no scan needed
     depth = 0
     for token in _JSON_TOKEN.finditer(text):
         char = token.group()[0]

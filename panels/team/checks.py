@@ -41,6 +41,7 @@ def check_team(data: dict[str, Any], *, text: str, base: Path) -> list[Finding]:
         *_duplicates(panels, text),
         *_unknown_senders(panels, own_bus=team.get("bus") is None),
         *_missing_files(team, panels, base),
+        *_missing_dirs(team, base),
     ]
 
 
@@ -118,4 +119,19 @@ def _missing_files(team: dict[str, Any], panels: Panels, base: Path) -> list[Fin
         except OSError as exc:
             problem = f"cannot read {what} '{path}' ({exc.strerror})"
         found.append((loc, f"{problem}; create it or fix the path"))
+    return found
+
+
+def _missing_dirs(team: dict[str, Any], base: Path) -> list[Finding]:
+    """`readable` and `writable` name directories the sandbox binds; one that is not there
+    would be skipped without a word, so it is refused here."""
+    found: list[Finding] = []
+    for key in ("readable", "writable"):
+        values = team.get(key)
+        for at, value in enumerate(values if isinstance(values, list) else ()):
+            path = resolve_path(base, value) if isinstance(value, str) else None
+            if path is None or path.is_dir():
+                continue
+            problem = f"'{path}' is not a directory" if path.exists() else f"no directory '{path}'"
+            found.append((("team", key, at), f"{problem}; create it or fix the path"))
     return found

@@ -23,16 +23,17 @@ def test_defaults_confine_when_possible_with_no_network(tmp_path: Path) -> None:
 
 
 def test_the_settings_are_read_and_a_foreign_bus_is_hidden(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
     spec = team(
         tmp_path,
         'sandbox = "required"\nnetwork = ["pypi.org", "files.example:8443"]\n'
-        'readable = ["/opt/data"]\nwritable = ["out"]\n',
+        'readable = ["/usr/share"]\nwritable = ["out"]\n',
         bus='bus = "returns.db"\n',
     )
     box = spec.sandbox
     assert box.mode == "required"
     assert box.network == ("pypi.org", "files.example:8443")
-    assert box.readable == (Path("/opt/data"),) and box.writable == ((tmp_path / "out"),)
+    assert box.readable == (Path("/usr/share"),) and box.writable == ((tmp_path / "out"),)
     assert tmp_path / "returns.db" in box.masked and tmp_path / "returns.db-wal" in box.masked
 
 
@@ -43,6 +44,15 @@ def test_bad_values_are_refused_with_the_line(tmp_path: Path, line: str) -> None
     with pytest.raises(TeamFileError) as raised:
         team(tmp_path, line)
     assert "line 3" in str(raised.value) or ":3" in str(raised.value)
+
+
+def test_readable_and_writable_must_be_directories(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    with pytest.raises(TeamFileError) as raised:
+        team(tmp_path, 'readable = ["missing"]\nwritable = ["a-file"]')
+    said = str(raised.value)
+    assert f"t.toml:3: field 'team.readable[0]': no directory '{tmp_path / 'missing'}'" in said
+    assert f"t.toml:4: field 'team.writable[0]': '{tmp_path / 'a-file'}' is not a dir" in said
 
 
 def test_a_required_sandbox_stops_the_host_where_bubblewrap_is_missing(
