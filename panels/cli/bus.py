@@ -32,9 +32,11 @@ from panels.cli.busio import (
     resolve_path,
 )
 from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS, Command, not_negative
 
 bus_app = typer.Typer(
+    cls=Group,
     help="Send, inspect and repair messages on a team's peer bus (the `returns` table).",
     no_args_is_help=True,
     add_completion=False,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,29 +88,29 @@ def opened(
             close_bus(bus)
 
 
-class _NoteHandler(logging.Handler):
-    """Prints each peerbus warning as one `mnemara: note:` line on stderr, once."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.said: set[str] = set()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if text not in self.said:
-            self.said.add(text)
-            typer.echo(f"mnemara: note: {text}", err=True)
-
-
 @contextmanager
 def notes_once() -> Iterator[None]:
     """Route the `peerbus` logger to stderr for one command, each note said once.
 
     peerbus logs its notice at open; echoing `bus.notice` as well printed it twice. Not
     propagated, so logging's last-resort handler does not print it a second time.
+    logging is imported here, not at start-up: only commands that open a bus need it.
     """
+    import logging
+
+    said: set[str] = set()
+
+    class NoteHandler(logging.Handler):
+        """Prints each peerbus warning as one `mnemara: note:` line on stderr, once."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if text not in said:
+                said.add(text)
+                typer.echo(f"mnemara: note: {text}", err=True)
+
     logger = logging.getLogger("peerbus")
-    handler, propagate = _NoteHandler(), logger.propagate
+    handler, propagate = NoteHandler(logging.WARNING), logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
     try:

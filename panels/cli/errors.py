@@ -28,7 +28,6 @@ one of our errors inside a group is reported exactly like the bare error.
 from __future__ import annotations
 
 import functools
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -182,6 +181,8 @@ def report(exc: BaseException) -> int:
 
 def report_bug(exc: BaseException) -> int:
     """An exception nobody meant: its traceback goes to a file, one line to stderr."""
+    import tempfile  # here, not at start-up: only a crash needs it
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     try:
         with tempfile.NamedTemporaryFile(

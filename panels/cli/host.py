@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -292,6 +291,7 @@ def demo(
     printed as lines and the demo answers the approval itself. A summary follows.
     """
     import shutil
+    import tempfile
 
     import anyio
 

@@ -16,11 +16,13 @@ from panels.cli import claude, instances, rehearse, replay, role, run, transfer
 from panels.cli.bus import bus_app
 from panels.cli.errors import EXITS, report
 from panels.cli.host import host_commands
+from panels.cli.lazy import Group, lazy_command
 from panels.cli.memory import memory_app
 from panels.cli.options import HELP_OPTIONS, Command
 
 app = typer.Typer(
     name="mnemara",
+    cls=Group,
     help="Run Claude agent sessions whose role doc and context survive long work.",
     no_args_is_help=True,
     add_completion=False,
@@ -69,9 +71,12 @@ app.add_typer(memory_app, name="memory")
 
 
 def run_cli(args: list[str] | None = None) -> NoReturn:
-    """Console-script entry point. Anything a command let through is reported here."""
+    """Console-script entry point. Anything a command let through is reported here.
+
+    The tree is built lazily (panels/cli/lazy.py): only the command this run names is
+    turned into a click command. `app` itself stays a plain typer app for tests."""
     try:
-        app(args=args, prog_name="mnemara")
+        lazy_command(app)(args=args, prog_name="mnemara")
     except EXITS:
         raise
     except BaseException as exc:

@@ -23,6 +23,7 @@ import typer
 
 from panels.cli.errors import EXIT_INSTANCE, EXIT_USAGE, fail, reports_errors
 from panels.cli.instances import hold_instance
+from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from runtime.memory import Memory, QueryResult
 
 APP_SETTINGS = {
+    "cls": Group,
     "no_args_is_help": True,
     "add_completion": False,
     "pretty_exceptions_enable": False,

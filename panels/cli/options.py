@@ -49,6 +49,17 @@ def check_output(path: Path) -> None:
         raise fail(f"folder {folder} {what}; create it first or write somewhere else", EXIT_USAGE)
 
 
+def help_off_by_default(option: Any) -> Any:
+    """Give a help flag the value False when it is not given, where typer leaves None.
+
+    typer validates a parameter's value through a pydantic adapter unless it is a bool
+    already, so the unset help flag of `mnemara` in `mnemara bus --help` imported pydantic
+    (some 100 modules, more than the rest of start-up). An unset flag means False anyway."""
+    if option is not None and option.default is None:
+        option.default = False
+    return option
+
+
 class Command(TyperCommand):
     """A typer command whose help and usage line show an argument by its placeholder alone:
     `FILE`, `TEXT...`, `[on|off]` (typer writes `{FILE}` and appends a `<type>`)."""

@@ -9,7 +9,6 @@ is cleared, so a rehearsal can never bill anyone.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -158,6 +157,8 @@ async def rehearsal_driver(
 ) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer]]:
     """The script served on loopback, and a CLI driver aimed at its `panel` (a throwaway
     HOME, a dummy key) and confined as `team` says, for the block."""
+    import tempfile
+
     from panels.host.confine import UNCONFINED, team_sandbox
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server

@@ -9,7 +9,6 @@ leaves the current role doc and config.json as they were. Role docs carry no per
 from __future__ import annotations
 
 import difflib
-import hashlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -88,6 +87,8 @@ def _new_role_doc(
         target = set_.expanduser().resolve()
         _flag_invisible(read_role_doc(target), str(target))
         return target
+    import hashlib  # here, not at start-up: it loads OpenSSL
+
     from runtime.config import write_text_atomic
     from runtime.fetch import fetch_role_doc
 
