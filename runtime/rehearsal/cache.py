@@ -16,7 +16,9 @@ The documented rules, as implemented here over a request's `Layout` (see layout.
   billing header.
 - TTL: 5 minutes, or 1 hour for `{"ttl": "1h"}`, on the injected clock. Reading an entry
   refreshes it, as does a breakpoint inside the prefix that was read.
-- More than `max_breakpoints` (4) markers is refused, as the service refuses it (400).
+- More than `max_breakpoints` (4) markers is refused, as the service refuses it (400), and so
+  is a 1-hour marker after a 5-minute one (longer-lived entries must come first).
+- The minimum cacheable length follows the model (`MIN_CACHEABLE_BY_MODEL`).
 - A top-level `cache_control` (automatic caching) puts a breakpoint on the last block.
 
 The cache is shared by all panels of one server, like the service's cache is shared by an
@@ -44,14 +46,36 @@ from runtime.rehearsal.layout import (
 TTL_SECONDS: Mapping[Ttl, float] = {"5m": 300.0, "1h": 3600.0}
 
 
+# The smallest prefix (in tokens) the service caches, by model-id prefix (the longest
+# matching prefix wins), as the provider's documentation gives them. A model missing here
+# takes `CacheRules.min_cacheable_tokens`.
+MIN_CACHEABLE_BY_MODEL: Mapping[str, int] = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-sonnet-5": 1024,
+    "claude-opus-4-8": 1024,
+    "claude-opus-4-7": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4-6": 2048,
+    "claude-sonnet-4": 1024,
+    "claude-haiku-4-5": 4096,
+    "claude-3-7-sonnet": 1024,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+
+
 @dataclass(frozen=True)
 class CacheRules:
     lookback_blocks: int = 20
-    # The smallest prefix (in tokens) the service caches. The documented floors run from
-    # 1,024 to 4,096 depending on the model; 1,024 is the common one. Override per model
-    # with `min_cacheable_by_model` (model-name prefix -> tokens, longest prefix wins).
+    # The floor for a model that `min_cacheable_by_model` does not name.
     min_cacheable_tokens: int = 1024
-    min_cacheable_by_model: Mapping[str, int] = field(default_factory=dict)
+    min_cacheable_by_model: Mapping[str, int] = field(
+        default_factory=lambda: dict(MIN_CACHEABLE_BY_MODEL)
+    )
     max_breakpoints: int = 4
 
     def minimum_for(self, model: str) -> int:
@@ -148,6 +172,18 @@ class PromptCache:
                 f"A maximum of {self.rules.max_breakpoints} blocks with cache_control may be "
                 f"provided. Found {found}."
             )
+        # The service keeps longer-lived entries in front: a 1-hour breakpoint may not come
+        # after a 5-minute one in cache order (tools, then system, then messages).
+        short = next((u for u in layout.units if u.ttl == "5m"), None)
+        if short is not None:
+            late = next(
+                (u for u in layout.units[layout.units.index(short) :] if u.ttl == "1h"), None
+            )
+            if late is not None:
+                raise CacheRuleError(
+                    f"cache_control with ttl '1h' at {late.label} comes after a 5-minute "
+                    f"breakpoint at {short.label}; 1-hour breakpoints must all come first"
+                )
 
     def account(
         self, body: Mapping[str, Any], *, now: float, previous: Layout | None = None

@@ -27,7 +27,8 @@ class CharCounter:
         return len(text)
 
 
-RULES = CacheRules(min_cacheable_tokens=100)
+# One floor for every model, so the arithmetic does not depend on the per-model table.
+RULES = CacheRules(min_cacheable_tokens=100, min_cacheable_by_model={})
 CC: dict[str, Any] = {"type": "ephemeral"}
 
 
@@ -71,7 +72,7 @@ def test_growing_conversation_reads_the_old_prefix_and_writes_the_new_part() -> 
 
 
 def test_prefixes_below_the_minimum_are_not_cached() -> None:
-    c = cache(CacheRules(min_cacheable_tokens=1024))
+    c = cache(CacheRules(min_cacheable_tokens=1024, min_cacheable_by_model={}))
     body = request(block("a" * 300, cc=CC), system="S" * 100)
     account = c.account(body, now=0)
     assert account.usage == CacheUsage(400)
@@ -87,6 +88,29 @@ def test_minimum_can_be_set_per_model_prefix() -> None:
     assert rules.minimum_for("claude-opus-5-5") == 200
     assert rules.minimum_for("claude-opus-5") == 512
     assert rules.minimum_for("claude-haiku-5-5") == 1024
+
+
+@pytest.mark.parametrize(
+    ("model", "floor"),
+    [
+        ("claude-opus-4-7", 4096),
+        ("claude-opus-4-5-20251101", 4096),
+        ("claude-opus-4-1", 1024),
+        ("claude-sonnet-4-6", 2048),
+        ("claude-sonnet-4-5", 1024),
+        ("claude-haiku-4-5", 4096),
+        ("claude-opus-5-5", 512),
+        ("some-other-model", 1024),
+    ],
+)
+def test_the_default_minimum_follows_the_model(model: str, floor: int) -> None:
+    assert CacheRules().minimum_for(model) == floor
+    c = PromptCache(counter=CharCounter())
+    body = request(block("q"), system="S" * (floor - 1))
+    body["model"] = model
+    assert c.account(body, now=0).usage.cache_creation_input_tokens == 0
+    body["system"][0]["text"] = "S" * floor
+    assert c.account(body, now=1).usage.cache_creation_input_tokens == floor
 
 
 @pytest.mark.parametrize(("later_breakpoint", "hits"), [(25, True), (26, False)])
@@ -142,6 +166,7 @@ def test_cache_control_is_not_part_of_the_key() -> None:
     c = cache()
     c.account(request(block("a" * 300, cc=CC), block("x")), now=0)
     moved = request(block("a" * 300, cc={"type": "ephemeral", "ttl": "1h"}), block("x", cc=CC))
+    moved["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}  # 1-hour ones first
     assert c.account(moved, now=1).usage.cache_read_input_tokens == 800
 
 
@@ -279,3 +304,19 @@ def test_cost_uses_the_model_rates() -> None:
     assert rates_for("claude-sonnet-4-6").cache_read == pytest.approx(0.3)
     assert rates_for("some-haiku-model") == rates_for("claude-haiku-5-5")
     assert rates_for("unknown") == rates_for("claude-opus-5-5")
+
+
+def test_a_one_hour_breakpoint_after_a_five_minute_one_is_refused() -> None:
+    c = cache()
+    body = request(block("a" * 300, cc={"type": "ephemeral", "ttl": "1h"}), block("tail"))
+    with pytest.raises(CacheRuleError, match="1-hour breakpoints must all come first"):
+        c.account(body, now=0)  # system[0] carries a 5-minute marker, before the 1-hour one
+    assert c.account(request(block("q")), now=1).usage.cache_read_input_tokens == 0  # no state
+
+    body["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    ok = c.account(body, now=2).usage  # the system prefix was written by the request before
+    assert (ok.cache_read_input_tokens, ok.ephemeral_1h_input_tokens) == (500, 300)
+    # A 5-minute breakpoint after 1-hour ones is what the service allows.
+    mixed = request(block("a" * 300, cc={"type": "ephemeral", "ttl": "1h"}), block("b", cc=CC))
+    mixed["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    assert c.account(mixed, now=3).usage.cache_read_input_tokens == 800
