@@ -1,23 +1,29 @@
-"""The two prompt layouts the cost benchmark compares, each run through the real CLI.
+"""The prompt layouts the cost benchmark compares, each run through the real CLI.
 
 - ours: the real thing. `open_session` + `ClaudeDriver`; the prompt is `runtime.prompt`'s
   head block, one block per stored row with our cache marker on the last, then the tail; the
-  window is trimmed in steps (`runtime.window`).
-- baseline: the original mnemara's layout. The whole window flattened into one text block
+  window is trimmed in steps (`runtime.window`), and the session picks the cache TTL.
+- original: the original mnemara's layout. The whole window flattened into one text block
   with the new input at its end, no cache marker of ours, and FIFO trimming every turn (the
-  oldest rows go as soon as a cap is passed). It is sent through the same `ClaudeDriver`, so
-  the CLI adds exactly what it adds to ours, and it offers the model the same tools (taken
-  from a session opened on a second instance), so the tool list weighs the same in both.
+  oldest rows go as soon as a cap is passed).
+- like-for-like: the same flattened layout over the same rows, trimmed on our schedule (in
+  steps, to the same low-water mark), so that only the layout differs from ours.
 
-Both record each turn's requests from the rehearsal server's own accounting.
+The flattened layouts are sent through the same `ClaudeDriver`, so the CLI adds exactly what
+it adds to ours, and offer the model the same tools (taken from a session opened on another
+instance), so the tool list weighs the same. Each records every turn's requests from the
+rehearsal server's own accounting. A `GapClock` shared by a layout's server and its session
+puts `gap` seconds between turns without waiting for them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from runtime.claude import ClaudeDriver
 from runtime.config import InstanceConfig, save_config
@@ -25,15 +31,32 @@ from runtime.driver import Decision, ToolCallRequest, TurnRequest
 from runtime.home import InstancePaths
 from runtime.prompt import render_row
 from runtime.recorder import TurnRecorder
-from runtime.rehearsal import RehearsalServer, summarize
+from runtime.rehearsal import RehearsalServer, RequestRecord
 from runtime.rows import Row, estimate_tokens
 from runtime.session import Trimmed, open_session
 from runtime.store import TurnStore
+from runtime.window import RowStat, WindowCaps, plan_trim
 
 # Billed input-token equivalents: a cache read costs 0.1 of an input token, a 5-minute cache
-# write 1.25 (DESIGN.md section 5; the CLI writes 5-minute entries unless told otherwise).
+# write 1.25 and a one-hour write 2.0 (DESIGN.md section 5).
 READ_WEIGHT = 0.1
 WRITE_WEIGHT = 1.25
+WRITE_1H_WEIGHT = 2.0
+Trimming = Literal["fifo", "steps"]
+
+
+class GapClock:
+    """Monotonic time plus the gaps skipped so far: the rehearsal model's TTLs and the
+    session's choice of TTL both read it, so a 20-minute pause costs no wall time."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.skipped
+
+    def advance(self, seconds: float) -> None:
+        self.skipped += seconds
 
 
 class AllowAll:
@@ -48,9 +71,11 @@ class TurnCost:
     turn: int
     requests: int
     input_tokens: int
-    cache_write: int
+    cache_write: int  # all writes; `cache_write_1h` of them were one-hour entries
     cache_read: int
     trimmed: bool = False
+    cache_write_1h: int = 0
+    records: tuple[RequestRecord, ...] = ()
 
     @property
     def prompt_tokens(self) -> int:
@@ -58,7 +83,13 @@ class TurnCost:
 
     @property
     def billed(self) -> float:
-        return self.input_tokens + WRITE_WEIGHT * self.cache_write + READ_WEIGHT * self.cache_read
+        short = self.cache_write - self.cache_write_1h
+        return (
+            self.input_tokens
+            + WRITE_WEIGHT * short
+            + WRITE_1H_WEIGHT * self.cache_write_1h
+            + READ_WEIGHT * self.cache_read
+        )
 
     @property
     def read_share(self) -> float:
@@ -69,15 +100,17 @@ def turn_cost(
     server: RehearsalServer, panel: str, since: int, turn: int, trimmed: bool
 ) -> TurnCost:
     """One turn's usage: the panel's requests from index `since` on."""
-    records = [r for r in server.requests(panel)[since:] if r.source != "structured-default"]
-    t = summarize(records)
+    records = tuple(r for r in server.requests(panel)[since:] if r.source != "structured-default")
+    usages = [r.usage for r in records if r.usage is not None]
     return TurnCost(
         turn,
-        t.requests,
-        t.input_tokens,
-        t.cache_creation_input_tokens,
-        t.cache_read_input_tokens,
+        len(records),
+        sum(u.input_tokens for u in usages),
+        sum(u.cache_creation_input_tokens for u in usages),
+        sum(u.cache_read_input_tokens for u in usages),
         trimmed,
+        sum(u.ephemeral_1h_input_tokens for u in usages),
+        records,
     )
 
 
@@ -97,13 +130,18 @@ async def run_ours(
     workspace: Path,
     inputs: list[str],
     on_turn: Callable[[TurnCost], None],
+    clock: GapClock,
+    gap: float,
 ) -> None:
-    """Run every input as a turn of a real session on the instance `ours` under `home`."""
+    """Run every input as a turn of a real session on the instance `ours` under `home`,
+    `gap` seconds of `clock` apart."""
     driver = ClaudeDriver(env=env)
     async with open_session(
-        "ours", driver=driver, approver=AllowAll(), home=home, cwd=workspace
+        "ours", driver=driver, approver=AllowAll(), home=home, cwd=workspace, clock=clock
     ) as session:
         for turn, text in enumerate(inputs, 1):
+            if turn > 1:
+                clock.advance(gap)
             since = len(server.requests(panel))
             trimmed = False
             async for event in session.turn(text):
@@ -113,18 +151,27 @@ async def run_ours(
 
 @dataclass
 class FlatWindow:
-    """The original's window: rows in order, dropped oldest-first whenever a cap is passed."""
+    """A flattened window: rows in order, trimmed FIFO (the original: the oldest row goes
+    whenever a cap is passed) or in steps (ours: `runtime.window.plan_trim`)."""
 
-    max_rows: int
-    max_tokens: int
+    caps: WindowCaps
+    trimming: Trimming
     rows: list[Row]
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
 
     def trim(self) -> bool:
+        if self.trimming == "steps":
+            plan = plan_trim([RowStat.of(r) for r in self.rows], self.caps)
+            gone = set(plan.evict_ids)
+            self.rows = [r for r in self.rows if r.id not in gone]
+            return plan.needed
         dropped = False
-        while len(self.rows) > self.max_rows or sum(r.tokens for r in self.rows) > self.max_tokens:
+        while (
+            len(self.rows) > self.caps.max_rows
+            or sum(r.tokens for r in self.rows) > self.caps.max_tokens
+        ):
             self.rows.pop(0)
             dropped = True
         return dropped
@@ -134,27 +181,44 @@ class FlatWindow:
         return "\n\n".join([*parts, input_text])
 
 
-async def run_baseline(
+def window_caps(config: InstanceConfig) -> WindowCaps:
+    """The caps our session trims to (runtime/tools/aftercare.py), for the flattened layouts."""
+    return WindowCaps(
+        max_rows=config.max_window_turns,
+        max_tokens=config.max_window_tokens,
+        row_slack=config.row_cap_slack_when_token_headroom,
+        low_water=config.window_low_water,
+        protect_compressed=config.preserve_compressed_reads,
+    )
+
+
+async def run_flat(
     *,
     server: RehearsalServer,
     panel: str,
     env: dict[str, str],
     home: Path,
+    instance: str,
     config: InstanceConfig,
     workspace: Path,
-    inputs: list[str],
+    inputs: Sequence[str],
     on_turn: Callable[[TurnCost], None],
+    trimming: Trimming,
+    clock: GapClock,
+    gap: float,
 ) -> None:
-    """Run every input through the same CLI with the original's flattened layout, on the
-    instance `baseline` under `home` (its store stays empty: only its tools are used)."""
+    """Run every input through the same CLI with the flattened layout, on `instance` under
+    `home` (its store stays empty: only its role doc and tools are used)."""
     driver = ClaudeDriver(env=env)
-    window = FlatWindow(config.max_window_turns, config.max_window_tokens, [])
+    window = FlatWindow(window_caps(config), trimming, [])
     async with open_session(
-        "baseline", driver=driver, approver=AllowAll(), home=home, cwd=workspace
+        instance, driver=driver, approver=AllowAll(), home=home, cwd=workspace
     ) as session:
         role_doc, tools = session.role.read().text, session.tools
     next_id = 1
     for turn, text in enumerate(inputs, 1):
+        if turn > 1:
+            clock.advance(gap)
         since = len(server.requests(panel))
         request = TurnRequest(
             system=role_doc,

@@ -1,36 +1,44 @@
-"""Prompt-cache cost of a long coding session: our layout against the original's, offline.
+"""Prompt-cache cost of a long coding session: our layout against two baselines and the
+physical minimum, offline, with turns any distance apart.
 
 A 100-turn scripted coding session (reads, edits, test runs; the context grows until the
-window trims) runs through the real Claude Code CLI bundled with the SDK, twice, each against
-its own rehearsal model (runtime/rehearsal/), which bills every request by the prompt-cache
-rules from the request bytes:
+window trims) runs through the real Claude Code CLI bundled with the SDK, three times, each
+against its own rehearsal model (runtime/rehearsal/), which bills every request by the
+prompt-cache rules from the request bytes:
 
 - ours: `open_session` + `ClaudeDriver`, the layout of runtime/prompt.py;
-- baseline: the original's layout, the whole window as one flattened text block with FIFO
-  trimming every turn (bench/cost_layouts.py).
+- original: the original's layout, the whole window as one flattened text block with FIFO
+  trimming every turn (bench/cost_layouts.py);
+- like-for-like: the same flattened block over the same rows, trimmed on our schedule.
 
-Both runs go at once (separate servers, caches and workspaces). Printed: per-turn and total
-input tokens, cache writes, cache reads, billed input-token equivalents (reads 0.1x,
-5-minute writes 1.25x) and the cache-read share, then the two targets:
-cache-read share >= 85% of input tokens from turn 10 on, and billed <= 0.25x the baseline.
+The three run at once (separate servers, caches and workspaces). `--gap SECONDS` puts that
+much time between turns on the rehearsal model's clock, which our session reads too (it
+picks one-hour cache entries when turns come minutes apart); a gap costs no wall time.
+Repeat `--gap` to measure several gaps in one run.
 
-    .venv/bin/python bench/token_cost.py [--turns 100] [--every 5] [--model claude-opus-4-7]
-        [--low-water 0.75] [--cli-env KEY=VALUE ...]
+Printed per gap: a per-turn table of ours against like-for-like, totals, and one line per
+ratio, each ending `= N.NNNx`: ours against the original's layout, against like-for-like,
+and against the physical minimum (bench/cost_minimum.py: the same content with every piece
+written once). Billed input equivalents: input 1, reads 0.1, five-minute writes 1.25,
+one-hour writes 2.0. Targets: cache-read share >= 85% from turn 10 on and <= 0.25x the
+original at gaps under five minutes; like-for-like <= 0.20x at gaps under five minutes and
+<= 0.25x at longer ones; ours <= 1.03x the minimum.
 
-The figures depend on the model id, because the CLI shapes its requests per model: for
-claude-opus-4-7 (our default) it puts its environment and date reminders at the start of the
-user message and its last breakpoint on the last block, so the baseline's second and third
-requests of a turn read the first one's entry; for claude-opus-5-5 they go in a trailing
-system message that changes shape after a tool call, and the baseline re-writes every request.
-`--low-water` and `--cli-env` are there to measure the levers (window steps, CLI switches).
+    .venv/bin/python bench/token_cost.py [--turns 100] [--gap 2 --gap 301 --gap 1200]
+        [--every 10] [--model claude-opus-4-7] [--low-water 0.6] [--cli-env KEY=VALUE ...]
+
+The figures depend on the model id, because the CLI shapes its requests per model and the
+smallest cacheable prefix differs per model. `--low-water` and `--cli-env` are there to
+measure the levers (window steps, CLI switches).
 
 No network, no key, no tokens: the CLI's HOME is a temp dir and its base URL is loopback.
-Exit status 0 when both targets are met, 1 otherwise.
+Exit status 0 when every target is met, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -41,7 +49,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cost_layouts import TurnCost, make_instance, run_baseline, run_ours
+from cost_layouts import GapClock, TurnCost, make_instance, run_flat, run_ours
+from cost_minimum import FIVE_MINUTES, minimum_turn
 from cost_workload import Workload, make_workspace, task_input
 
 from runtime.config import InstanceConfig
@@ -52,7 +61,11 @@ ROLE_DOC = Path(__file__).parent.parent / "examples" / "roles" / "coder.md"
 PANEL = "coder"
 FROM_TURN = 10
 TARGET_SHARE = 0.85
-TARGET_RATIO = 0.25
+TARGET_ORIGINAL = 0.25
+TARGET_LIKE_SHORT = 0.20
+TARGET_LIKE_LONG = 0.25
+TARGET_MINIMUM = 1.03
+LAYOUTS = ("ours", "original", "like-for-like")
 
 
 def totals(costs: Sequence[TurnCost]) -> TurnCost:
@@ -63,15 +76,26 @@ def totals(costs: Sequence[TurnCost]) -> TurnCost:
         sum(c.cache_write for c in costs),
         sum(c.cache_read for c in costs),
         any(c.trimmed for c in costs),
+        sum(c.cache_write_1h for c in costs),
     )
+
+
+def minimum_billed(ours: Sequence[TurnCost], gap: float) -> float:
+    """The physical minimum of our session's requests (bench/cost_minimum.py)."""
+    billed = 0.0
+    for i, cost in enumerate(ours):
+        after_trim = i > 0 and ours[i - 1].trimmed
+        turn = minimum_turn(cost.records, first=i == 0, after_trim=after_trim, gap=gap)
+        billed += turn.billed
+    return billed
 
 
 def row(label: str, ours: TurnCost, base: TurnCost) -> str:
     def half(c: TurnCost) -> str:
         mark = "T" if c.trimmed else " "
         return (
-            f"{c.requests:>3} {c.input_tokens:>8,} {c.cache_write:>9,} {c.cache_read:>10,} "
-            f"{c.billed:>11,.0f} {c.read_share:>5.0%}{mark}"
+            f"{c.requests:>3} {c.input_tokens:>8,} {c.cache_write:>9,} {c.cache_write_1h:>9,} "
+            f"{c.cache_read:>10,} {c.billed:>11,.0f} {c.read_share:>5.0%}{mark}"
         )
 
     return f"{label:>5} | {half(ours)} | {half(base)}"
@@ -79,102 +103,131 @@ def row(label: str, ours: TurnCost, base: TurnCost) -> str:
 
 def print_table(ours: list[TurnCost], base: list[TurnCost], every: int) -> None:
     cols = (
-        f"{'req':>3} {'input':>8} {'cache wr':>9} {'cache rd':>10} {'billed eq':>11} {'read':>5} "
+        f"{'req':>3} {'input':>8} {'cache wr':>9} {'of it 1h':>9} {'cache rd':>10} "
+        f"{'billed eq':>11} {'read':>5} "
     )
-    print(f"{'':>5} | {'ours':^{len(cols)}} | {'baseline (flattened, FIFO)':^{len(cols)}}")
+    print(f"{'':>5} | {'ours':^{len(cols)}} | {'like-for-like (flattened, steps)':^{len(cols)}}")
     print(f"{'turn':>5} | {cols} | {cols}")
     for o, b in zip(ours, base, strict=True):
-        if o.turn == 1 or o.turn % every == 0 or o.trimmed or b.turn == len(base):
+        if o.turn == 1 or o.turn % every == 0 or b.turn == len(base):
             print(row(str(o.turn), o, b))
     print("-" * (9 + 2 * len(cols) + 3))
     print(row("all", totals(ours), totals(base)))
-    late_o, late_b = totals(ours[FROM_TURN - 1 :]), totals(base[FROM_TURN - 1 :])
-    print(row(f"{FROM_TURN}+", late_o, late_b))
-    print("T: the window was trimmed after this turn. billed eq = input + 1.25 write + 0.1 read")
-
-
-def check_targets(ours: list[TurnCost], base: list[TurnCost]) -> bool:
-    late = totals(ours[FROM_TURN - 1 :])
-    ratio = totals(ours).billed / totals(base).billed
-    share_ok, ratio_ok = late.read_share >= TARGET_SHARE, ratio <= TARGET_RATIO
+    print(row(f"{FROM_TURN}+", totals(ours[FROM_TURN - 1 :]), totals(base[FROM_TURN - 1 :])))
     print(
-        f"target 1: cache-read share from turn {FROM_TURN} on = {late.read_share:.1%} "
-        f"(>= {TARGET_SHARE:.0%}): {'met' if share_ok else 'MISSED'}"
+        "T: the window was trimmed after this turn. "
+        "billed eq = input + 1.25 5-minute write + 2.0 1-hour write + 0.1 read"
     )
-    print(
-        f"target 2: billed input equivalents ours/baseline = {ratio:.3f}x "
-        f"(<= {TARGET_RATIO}x): {'met' if ratio_ok else 'MISSED'}"
-    )
-    return share_ok and ratio_ok
 
 
-async def run(turns: int, model: str, every: int, low_water: float, cli_env: list[str]) -> bool:
+def report(gap: float, runs: dict[str, list[TurnCost]]) -> bool:
+    """The ratio lines of one gap, each ending `= N.NNNx`, then its targets; True if met."""
+    ours = totals(runs["ours"]).billed
+    short = gap < FIVE_MINUTES
+    share = totals(runs["ours"][FROM_TURN - 1 :]).read_share
+    ratios = {
+        "ours/original layout": ours / totals(runs["original"]).billed,
+        "ours/like-for-like": ours / totals(runs["like-for-like"]).billed,
+        "ours/physical minimum": ours / minimum_billed(runs["ours"], gap),
+    }
+    for name, value in ratios.items():
+        print(f"gap {gap:g} s: {name} = {value:.3f}x")
+    like = TARGET_LIKE_SHORT if short else TARGET_LIKE_LONG
+    targets = [
+        (f"ours/like-for-like <= {like}x", ratios["ours/like-for-like"] <= like),
+        (
+            f"ours/physical minimum <= {TARGET_MINIMUM}x",
+            ratios["ours/physical minimum"] <= TARGET_MINIMUM,
+        ),
+    ]
+    if short:
+        targets.insert(
+            0,
+            (
+                f"ours/original layout <= {TARGET_ORIGINAL}x",
+                ratios["ours/original layout"] <= TARGET_ORIGINAL,
+            ),
+        )
+        targets.append(
+            (
+                f"cache-read share from turn {FROM_TURN} on {share:.1%} >= {TARGET_SHARE:.0%}",
+                share >= TARGET_SHARE,
+            )
+        )
+    for name, ok in targets:
+        print(f"  target at gap {gap:g} s: {name}: {'met' if ok else 'MISSED'}")
+    return all(ok for _, ok in targets)
+
+
+async def run_gap(
+    turns: int, model: str, low_water: float, cli_env: list[str], gap: float
+) -> dict[str, list[TurnCost]]:
+    """The three layouts over the same session, each with `gap` seconds between turns."""
     config = InstanceConfig(model=model, window_low_water=low_water)
     extra = dict(item.split("=", 1) for item in cli_env)
     inputs = [task_input(n) for n in range(1, turns + 1)]
-    ours: list[TurnCost] = []
-    base: list[TurnCost] = []
+    runs: dict[str, list[TurnCost]] = {name: [] for name in LAYOUTS}
     started = time.monotonic()
 
-    def progress(costs: list[TurnCost], name: str) -> Callable[[TurnCost], None]:
+    def progress(name: str) -> Callable[[TurnCost], None]:
         def on_turn(cost: TurnCost) -> None:
-            costs.append(cost)
-            if cost.turn % 20 == 0:
+            runs[name].append(cost)
+            if cost.turn % 25 == 0:
                 took = time.monotonic() - started
-                print(f"  {name}: turn {cost.turn} ({took:.0f} s)", file=sys.stderr)
+                print(f"  gap {gap:g} s, {name}: turn {cost.turn} ({took:.0f} s)", file=sys.stderr)
 
         return on_turn
 
     with tempfile.TemporaryDirectory(prefix="mnemara-token-cost-") as tmp:
         root = Path(tmp)
-        work_o, work_b = make_workspace(root / "work-ours"), make_workspace(root / "work-base")
         home = root / "mnemara-home"
-        make_instance(home, "ours", ROLE_DOC, config)
-        make_instance(home, "baseline", ROLE_DOC, config)
-        model_o, model_b = Workload(work_o), Workload(work_b)
-        script_o = Script({PANEL: PanelScript(hook=model_o.reply)})
-        script_b = Script({PANEL: PanelScript(hook=model_b.reply)})
-        async with (
-            open_rehearsal_server(script_o) as server_o,
-            open_rehearsal_server(script_b) as server_b,
-            anyio.create_task_group() as tg,
-        ):
-            env_o = rehearsal_env(server_o.base_url_for(PANEL), _dir(root / "cli-home-ours"))
-            env_b = rehearsal_env(server_b.base_url_for(PANEL), _dir(root / "cli-home-base"))
-            env_o.update(extra)
-            env_b.update(extra)
-            tg.start_soon(
-                lambda: run_ours(
-                    server=server_o,
-                    panel=PANEL,
-                    env=env_o,
-                    home=home,
-                    workspace=work_o,
-                    inputs=inputs,
-                    on_turn=progress(ours, "ours"),
+        for name in LAYOUTS:
+            make_instance(home, name, ROLE_DOC, config)
+        async with anyio.create_task_group() as tg:
+            for name in LAYOUTS:
+                tg.start_soon(
+                    _run_layout, name, root, home, config, extra, inputs, gap, progress(name)
                 )
-            )
-            tg.start_soon(
-                lambda: run_baseline(
-                    server=server_b,
-                    panel=PANEL,
-                    env=env_b,
-                    home=home,
-                    config=config,
-                    workspace=work_b,
-                    inputs=inputs,
-                    on_turn=progress(base, "baseline"),
-                )
-            )
         print(
-            f"{turns} turns, model {model}, role doc {ROLE_DOC.name}, window caps "
-            f"{config.max_window_turns} rows / {config.max_window_tokens:,} tokens, "
-            f"low water {config.window_low_water}; ran in {time.monotonic() - started:.0f} s"
+            f"gap {gap:g} s: {turns} turns, model {model}, window caps {config.max_window_turns} "
+            f"rows / {config.max_window_tokens:,} tokens, low water {config.window_low_water}; "
+            f"ran in {time.monotonic() - started:.0f} s"
         )
-        if extra:
-            print(f"extra CLI environment: {extra}")
-        print_table(ours, base, every)
-        return check_targets(ours, base)
+    return runs
+
+
+async def _run_layout(
+    name: str,
+    root: Path,
+    home: Path,
+    config: InstanceConfig,
+    extra: dict[str, str],
+    inputs: list[str],
+    gap: float,
+    on_turn: Callable[[TurnCost], None],
+) -> None:
+    workspace = make_workspace(root / f"work-{name}")
+    clock = GapClock()
+    script = Script({PANEL: PanelScript(hook=Workload(workspace).reply)})
+    async with open_rehearsal_server(script, clock=clock) as server:
+        env = rehearsal_env(server.base_url_for(PANEL), _dir(root / f"cli-home-{name}"))
+        env.update(extra)
+        common = {
+            "server": server,
+            "panel": PANEL,
+            "env": env,
+            "home": home,
+            "workspace": workspace,
+            "inputs": inputs,
+            "on_turn": on_turn,
+            "clock": clock,
+            "gap": gap,
+        }
+        if name == "ours":
+            await run_ours(**common)  # type: ignore[arg-type]
+        else:
+            trimming = "fifo" if name == "original" else "steps"
+            await run_flat(instance=name, config=config, trimming=trimming, **common)  # type: ignore[arg-type]
 
 
 def _dir(path: Path) -> Path:
@@ -185,25 +238,43 @@ def _dir(path: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100, help="turns in the session")
-    parser.add_argument("--every", type=int, default=5, help="print every Nth turn")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        action="append",
+        metavar="SECONDS",
+        help="time between turns on the model's clock (repeatable; default 2)",
+    )
+    parser.add_argument("--every", type=int, default=10, help="print every Nth turn")
     parser.add_argument("--model", default=InstanceConfig().model, help="model id sent")
     parser.add_argument(
         "--low-water",
         type=float,
         default=InstanceConfig().window_low_water,
-        help="window_low_water of both instances (what a trim keeps of the caps)",
+        help="window_low_water of every instance (what a trim keeps of the caps)",
     )
     parser.add_argument(
         "--cli-env",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="extra environment for the CLI in both layouts (repeatable), to try its switches",
+        help="extra environment for the CLI in every layout (repeatable), to try its switches",
     )
     args = parser.parse_args()
-    met = anyio.run(
-        run, args.turns, args.model, args.every, args.low_water, args.cli_env, backend="trio"
-    )
+    gaps = args.gap or [2.0]
+    if args.turns < FROM_TURN or args.every < 1 or any(g < 0 for g in gaps):
+        parser.error(f"--turns must be >= {FROM_TURN}, --every >= 1 and every --gap >= 0")
+    if any("=" not in item for item in args.cli_env):
+        parser.error("--cli-env takes KEY=VALUE")
+    met = True
+    for gap in gaps:
+        runs = anyio.run(
+            run_gap, args.turns, args.model, args.low_water, args.cli_env, gap, backend="trio"
+        )
+        print_table(runs["ours"], runs["like-for-like"], args.every)
+        met = report(gap, runs) and met
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average {load}\n")
     sys.exit(0 if met else 1)
 
 

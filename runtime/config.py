@@ -132,6 +132,9 @@ class InstanceConfig(BaseModel):
     # trim rewrites the whole cached transcript: bench/token_cost.py measured billed input at
     # 0.251x the original's layout with 0.75 and 0.230x with 0.6.
     window_low_water: float = Field(default=0.6, gt=0.1, le=1.0)
+    # The prompt cache's lifetime for what a turn writes (runtime/cache_ttl.py): "auto" picks
+    # one hour for a panel whose turns come minutes apart, else five minutes.
+    prompt_cache_ttl: Literal["auto", "5m", "1h"] = "auto"
     # The sentinel's thresholds (switched on by `runtime_sentinel`) and the hard budgets.
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.cache_ttl import CacheTtl, cache_marker
 from runtime.rows import Block, Row, Slot
 
 HEAD_TEXT = (
@@ -25,13 +26,13 @@ HEAD_TEXT = (
     "After the transcript come the current slots, file manifest and inbox (current state, "
     "authoritative), and last the new input to answer."
 )
-CACHE_MARKER: dict[str, Any] = {"type": "ephemeral"}
 INTERRUPTED_NOTE = "[no reply was recorded: the session stopped before this input was answered]"
 
 
 @dataclass(frozen=True)
 class Prompt:
     system: str
+    # Read-only: transcript blocks may be shared with earlier prompts (runtime/render_cache.py).
     blocks: tuple[Block, ...]
     transcript_rows: int  # rows rendered into the transcript
 
@@ -77,6 +78,11 @@ def render_row(row: Row) -> str | None:
     return f"[row {row.id} · {row.role}]\n" + "\n".join(parts)
 
 
+def text_block(text: str) -> Block:
+    """The prompt block carrying `text` (a rendered row, the head, a slot list...)."""
+    return {"type": "text", "text": text}
+
+
 def render_slots(slots: Sequence[Slot]) -> str | None:
     if not slots:
         return None
@@ -86,25 +92,30 @@ def render_slots(slots: Sequence[Slot]) -> str | None:
     return "\n".join(lines)
 
 
+def render_transcript(rows: Sequence[Row]) -> list[Block]:
+    """The transcript blocks of `rows`, rows with nothing to show left out (what a
+    `RenderCache` gives too, keeping the blocks from turn to turn)."""
+    return [text_block(text) for text in map(render_row, rows) if text is not None]
+
+
 def build_prompt(
     *,
     role_doc: str,
-    rows: Sequence[Row],
+    transcript: Sequence[Block],
     slots: Sequence[Slot] = (),
     manifest: str | None = None,
     inbox: str | None = None,
     input_text: str | None = None,
+    cache_ttl: CacheTtl = "5m",
 ) -> Prompt:
-    """Assemble one turn's request. `rows` exclude the input row of the turn being run."""
-    blocks: list[Block] = [{"type": "text", "text": HEAD_TEXT}]
-    rendered = 0
-    for row in rows:
-        text = render_row(row)
-        if text is not None:
-            blocks.append({"type": "text", "text": text})
-            rendered += 1
+    """Assemble one turn's request from the rendered transcript (`render_transcript` of the
+    rows before the turn's input, or a `RenderCache`'s). Its blocks go into the prompt as they
+    are and are never changed, so a caller may keep them from turn to turn."""
+    blocks: list[Block] = [text_block(HEAD_TEXT), *transcript]
+    rendered = len(transcript)
     # The one breakpoint of our own: the end of the stable part. The CLI adds its own later.
-    blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_MARKER)}
+    # `cache_ttl` must match the CLI's own markers (runtime/cache_ttl.py).
+    blocks[-1] = {**blocks[-1], "cache_control": cache_marker(cache_ttl)}
     for extra in (render_slots(slots), manifest, inbox, input_text):
         if extra is not None and extra.strip():
             blocks.append({"type": "text", "text": extra})

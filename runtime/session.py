@@ -23,7 +23,8 @@ the `mnemara` MCP server.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any
 
 import anyio
 
+from runtime.cache_ttl import CacheTtl, TtlChooser, cli_env
 from runtime.config import InstanceConfig, load_config, save_config
 from runtime.debuglog import DebugLog
 from runtime.driver import (
@@ -64,6 +66,7 @@ from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
+from runtime.render_cache import RenderCache
 from runtime.roledoc import RoleDocSource, read_role_doc
 from runtime.rows import Consumed, NewRow, OutboxDraft, estimate_tokens, send_label
 from runtime.store import AsyncTurnStore, open_turn_store
@@ -124,6 +127,7 @@ class Session:
         git_probe: GitProbe = git_state,
         memory: Memory,
         guard: Guard | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.paths = paths
         self.config = config
@@ -141,6 +145,8 @@ class Session:
         self.guard = guard
         self.approver: Approver = guard  # what the driver asks about every call
         self.files = FileTracker(cwd)
+        self.renders = RenderCache()  # the window's rows as prompt text, by (id, revision)
+        self.cache_ttl = TtlChooser(clock)  # each turn's prompt-cache lifetime
         self.in_flight_row: int | None = None
         self.last_turn_row: int | None = None  # the input row of the latest turn begun
         self.memory = memory
@@ -290,6 +296,7 @@ class Session:
         if role.warning:
             self.debug.write("warning", "role_doc", message=role.warning)
             yield RoleWarning(role.warning)
+        ttl = self.cache_ttl.start_turn(self.config.prompt_cache_ttl)
         input_blocks = ({"type": "text", "text": text},)
         user_id = await self.store.begin_turn(
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
@@ -303,7 +310,8 @@ class Session:
         try:
             for attempt in (1, 2):
                 failure = None
-                async with aclosing(self._drive(role.text, user_id, text, inbox)) as events:
+                driving = self._drive(role.text, user_id, text, inbox, ttl)
+                async with aclosing(driving) as events:
                     async for event in events:
                         if isinstance(event, ErrorEvent):
                             failure = event
@@ -335,11 +343,11 @@ class Session:
                 recorder.note(halt.notice())
             ids = await self._commit(user_id, recorder, consumed, self._close_sends())
             committed = True
-            await self._save_usage(recorder)
             if halt is not None:
                 yield await self._halt(halt, user_id, ids)
             yield TurnCommitted(user_id, ids)
         finally:
+            self.cache_ttl.end_turn()
             user_row, self.in_flight_row = self.in_flight_row, None
             sends, self._sends = self._close_sends(), []
             self.guard.close_turn()  # closes the turn's budget and sentinel state if still open
@@ -354,11 +362,7 @@ class Session:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                     recorder.note(STOPPED_NOTE)
                     await self._commit(user_id, recorder, consumed, sends)
-                    await self._save_usage(recorder)
-                    # What a stopped turn spent counts too (`show` reads it from here).
-                    await halts.save_spend(self.store, self.guard.spend())
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
-        await halts.save_spend(self.store, self.guard.spend())
         await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
         trimmed = await self.trim()
         if trimmed is not None:
@@ -371,16 +375,18 @@ class Session:
         return tuple(self._sends)
 
     async def _drive(
-        self, system: str, user_id: int, text: str, inbox: str | None
+        self, system: str, user_id: int, text: str, inbox: str | None, ttl: CacheTtl
     ) -> AsyncGenerator[DriverEvent, None]:
-        rows = [r for r in await self.store.rows() if r.id != user_id]
+        # One read of the window; only rows new or changed since the last turn are rendered.
+        window = await self.store.revised_rows()
         prompt = build_prompt(
             role_doc=system,
-            rows=rows,
+            transcript=self.renders.transcript(window, leave_out=user_id),
             slots=await self.store.slots(),
             manifest=await self.manifest_text(),
             inbox=inbox,
             input_text=text,
+            cache_ttl=ttl,
         )
         request = TurnRequest(
             system=prompt.system,
@@ -393,6 +399,7 @@ class Session:
             max_budget_usd=self.guard.budget.sdk_max_budget_usd(),
             bash_timeout_seconds=self.config.bash_timeout_seconds,
             max_turns=self.guard.budget.sdk_max_turns(),
+            env=cli_env(ttl),
         )
         async with aclosing(self.driver.run_turn(request)) as events:
             async for event in events:
@@ -412,14 +419,13 @@ class Session:
             exact = usage is not None and usage.output_tokens > 0
             tokens = usage.output_tokens if exact and usage else estimate_tokens(json.dumps(blocks))
             rows.append(NewRow("assistant", blocks, tokens, tokens_exact=exact))
-        ids = await self.store.commit_turn(user_id, rows, consumed=consumed, outbox=sends)
+        # The turn's figures go with it, in the same transaction: the guard has closed the
+        # turn by now (finish_turn, or close_turn on a stop), so its spend is final.
+        figures = halts.turn_figures(usage, recorder.cost_usd, self.guard.spend())
+        ids = await self.store.commit_turn(
+            user_id, rows, consumed=consumed, outbox=sends, meta=figures
+        )
         return tuple(ids)
-
-    async def _save_usage(self, recorder: TurnRecorder) -> None:
-        # After the commit, and after the caller has noted it: a cancel here must not make
-        # the stopped-turn path commit the same turn a second time.
-        if recorder.usage is not None:
-            await halts.save_usage(self.store, recorder.usage, recorder.cost_usd)
 
     async def trim(self) -> Trimmed | None:
         plan = await trim_window(self.store, self.config, self.debug)
@@ -438,6 +444,7 @@ async def open_session(
     tools: Sequence[ToolSpec] = (),
     git_probe: GitProbe = git_state,
     guard: Guard | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> AsyncIterator[Session]:
     """Open an instance's session; the store is closed when the block ends.
 
@@ -445,7 +452,8 @@ async def open_session(
     keeps one across sessions (a host), else one built from the instance's config. Its policy is
     `approver`, or else the instance's permission policy, whose `ask` verdicts go to `asker`
     (none: denied, with a message the model can read). `tools` are served next to the agent's
-    own; `git_probe` measures the git state the sentinel compares.
+    own; `git_probe` measures the git state the sentinel compares; `clock` times the pauses
+    between turns that choose the prompt cache's lifetime (runtime/cache_ttl.py).
     """
     paths = InstancePaths.for_name(instance, home).require()
     config = load_config(paths.config)
@@ -468,6 +476,7 @@ async def open_session(
             git_probe=git_probe,
             guard=guard,
             memory=memory,
+            clock=clock,
         )
         if recovered:
             session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)

@@ -58,27 +58,28 @@ class TrimPlan:
         return bool(self.evict_ids)
 
 
-def row_cap(stats: Sequence[RowStat], caps: WindowCaps) -> int:
-    """The effective row cap, stretched by the slack while tokens have headroom."""
-    tokens = sum(s.tokens for s in stats)
+def row_cap_at(tokens: int, caps: WindowCaps) -> int:
+    """The effective row cap of a window holding `tokens` tokens: stretched by the slack while
+    tokens have headroom."""
     if caps.row_slack > 0 and tokens < caps.max_tokens // 2:
         return caps.max_rows + caps.row_slack
     return caps.max_rows
 
 
-def over_caps(stats: Sequence[RowStat], caps: WindowCaps) -> bool:
-    tokens = sum(s.tokens for s in stats)
-    return len(stats) > row_cap(stats, caps) or tokens > caps.max_tokens
+def exceeds_caps(rows: int, tokens: int, caps: WindowCaps) -> bool:
+    """Whether a window of `rows` rows and `tokens` tokens is over its caps: the whole of what
+    decides that a trim is due, so a caller holding only the totals can skip planning."""
+    return rows > row_cap_at(tokens, caps) or tokens > caps.max_tokens
 
 
 def plan_trim(stats: Sequence[RowStat], caps: WindowCaps) -> TrimPlan:
     """Decide which rows to drop. `stats` are in window order (oldest first)."""
     n_before = len(stats)
     t_before = sum(s.tokens for s in stats)
-    if not over_caps(stats, caps):
+    if not exceeds_caps(n_before, t_before, caps):
         return TrimPlan((), (), n_before, t_before, n_before, t_before)
 
-    target_rows = max(1, int(row_cap(stats, caps) * caps.low_water))
+    target_rows = max(1, int(row_cap_at(t_before, caps) * caps.low_water))
     target_tokens = max(1, int(caps.max_tokens * caps.low_water))
 
     def protected(s: RowStat) -> bool:

@@ -209,7 +209,11 @@ class Guard:
         if not self._turn_open:
             return self.halted
         world: WorldState | None = None
-        if self.sentinel is not None and self.halted is None:
+        # A turn that measured nothing made no call: a conversation, which the sentinel neither
+        # counts as progress nor as a stall, so its end state would only be compared with
+        # itself. Skipping it saves a git probe per such turn; an outside change in the
+        # meantime is seen at the next turn that makes a call.
+        if self.sentinel is not None and self.halted is None and self._first_world is not None:
             world = await self._measure(())
         changed = self._changed_world(world)
         tally = TurnTally(self._turn, self.budget.snapshot().turn, self._turn_calls, changed)

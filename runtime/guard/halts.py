@@ -65,16 +65,22 @@ async def save_spend(store: AsyncTurnStore, spend: dict[str, Any]) -> None:
     await store.set_meta(SPEND_META, json.dumps(spend, sort_keys=True))
 
 
-async def save_usage(store: AsyncTurnStore, usage: Usage, cost_usd: float | None) -> None:
-    """The usage the model service reported for the last turn (`last_usage`)."""
-    fields = {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "cost_usd": cost_usd,
-    }
-    await store.set_meta("last_usage", json.dumps(fields, sort_keys=True))
+def turn_figures(
+    usage: Usage | None, cost_usd: float | None, spend: dict[str, Any]
+) -> dict[str, str]:
+    """The meta values a turn stores with its commit: the usage the model service reported
+    for it (`last_usage`), if any, and the session's spend so far."""
+    figures = {SPEND_META: json.dumps(spend, sort_keys=True)}
+    if usage is not None:
+        fields = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "cost_usd": cost_usd,
+        }
+        figures["last_usage"] = json.dumps(fields, sort_keys=True)
+    return figures
 
 
 def halted_message(panel: str, record: HaltRecord) -> str:

@@ -18,7 +18,8 @@
   `GIT_HASH_FILES` files and `HASH_TOTAL_BYTES` by content, the rest by size and mtime).
   Off the event loop (a subprocess, hashing in a worker thread), bounded by `GIT_TIMEOUT_S`
   (git is killed past it) and `GIT_OUTPUT_BYTES`; None outside a repository, when git is
-  missing or too slow.
+  missing or too slow. Outside a repository git is not started at all: no `.git` in the
+  directory or its parents (and no GIT_DIR or the like) means git would find none either.
 - slots: the hash of each slot's value (the panel's notes: the sentinel never counts them).
 
 Test outcomes are not measured here: the sentinel takes them from the results of the test
@@ -222,8 +223,27 @@ def parse_status(output: bytes) -> GitStatus:
     return GitStatus(head, tuple(changed))
 
 
+# Variables that let git find a repository other than by looking for `.git` upwards.
+_GIT_LOCATORS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+
+
+def outside_any_repository(cwd: Path) -> bool:
+    """True when git could not find a work tree for `cwd`: no `.git` in it or any parent and
+    no variable pointing git elsewhere. Answers without starting git, which costs a few
+    milliseconds per call in a panel that works outside git."""
+    if any(name in os.environ for name in _GIT_LOCATORS):
+        return False
+    try:
+        here = cwd.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return not any(os.path.lexists(d / ".git") for d in (here, *here.parents))
+
+
 async def git_snapshot(cwd: Path) -> GitSnapshot | None:
     """The git state of the repository holding `cwd` (see the module docstring)."""
+    if outside_any_repository(cwd):
+        return None
     with anyio.move_on_after(GIT_TIMEOUT_S):
         found = await _git(cwd, "rev-parse", "--show-toplevel")
         if found is None or found[0] != 0:

@@ -7,7 +7,7 @@ always finishes (or rolls back) before the cancelled caller moves on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,7 @@ from runtime.debuglog import DebugLog
 from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
 from runtime.store.snapshot import StoreSnapshot
 from runtime.store.turn_store import TurnStore
+from runtime.window import RowStat
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -49,6 +50,15 @@ class AsyncTurnStore:
     async def rows(self) -> list[Row]:
         return await self.run(TurnStore.rows)
 
+    async def revised_rows(self) -> list[tuple[int, Row]]:
+        return await self.run(TurnStore.revised_rows)
+
+    async def window_totals(self) -> tuple[int, int]:
+        return await self.run(TurnStore.window_totals)
+
+    async def row_stats(self) -> list[RowStat]:
+        return await self.run(TurnStore.row_stats)
+
     async def row(self, row_id: int) -> Row | None:
         return await self.run(TurnStore.row, row_id)
 
@@ -67,6 +77,7 @@ class AsyncTurnStore:
         user_tokens_exact: bool = False,
         consumed: Consumed | None = None,
         outbox: Sequence[OutboxDraft] = (),
+        meta: Mapping[str, str] | None = None,
     ) -> list[int]:
         return await self.run(
             TurnStore.commit_turn,
@@ -76,6 +87,7 @@ class AsyncTurnStore:
             user_tokens_exact=user_tokens_exact,
             consumed=consumed,
             outbox=list(outbox),
+            meta=dict(meta or {}),
         )
 
     async def recover_interrupted(self) -> list[int]:

@@ -35,6 +35,17 @@ def select_revisions(conn: sqlite3.Connection) -> list[tuple[int, int]]:
     ]
 
 
+def revision_counter(conn: sqlite3.Connection) -> int:
+    """The store-wide stamp counter: the revision the latest insert or change of a row got."""
+    return int(conn.execute("SELECT n FROM row_revision").fetchone()[0])
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """SQLite's counter of commits made by OTHER connections (any process) to the file, as
+    seen by this connection's current read transaction; its own commits never change it."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+
 def select_rows_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, Row]]:
     """Full rows with their revision, for the given ids."""
     cursor = conn.execute(

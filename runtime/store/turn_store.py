@@ -13,7 +13,7 @@ owner asks `committed` which ids to ack, and publishes `outbox_pending`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -26,6 +26,8 @@ from runtime.store.codec import seconds_before, utc_now
 from runtime.store.connection import DEFAULT_RETRY, RetryPolicy
 from runtime.store.schema import MigrationReport
 from runtime.store.snapshot import StoreSnapshot, read_snapshot, write_snapshot
+from runtime.store.window_mirror import WindowMirror
+from runtime.window import RowStat
 
 T = TypeVar("T")
 
@@ -46,7 +48,7 @@ class TurnStore:
         self.path = path
         self.migration = migration
         self._conn = conn
-        self._row_cache: dict[int, tuple[int, Row]] = {}
+        self._mirror = WindowMirror()
         self._debug = debug
         self._retry = retry
         self._clock = clock
@@ -98,36 +100,52 @@ class TurnStore:
     # -- rows -------------------------------------------------------------------------------
 
     def rows(self) -> list[Row]:
-        """The window, decoding only rows that are new or changed since the last call.
+        """The window, reading only rows that are new or changed since the last call.
 
-        Rows are immutable values, so the decoded ones are kept by (id, revision); a 2,000-row
-        window is then one cheap query per turn instead of decoding every row's JSON again.
+        Rows are immutable values, so the decoded ones are kept by (id, revision) in a mirror
+        of the window (window_mirror.py); a read costs what changed since, not the window.
         """
-        return self._read(self._cached_rows)
+        return self._read(lambda c: self._synced(c).rows())
 
-    def _cached_rows(self, conn: sqlite3.Connection) -> list[Row]:
-        revisions = row_sql.select_revisions(conn)
-        cache = self._row_cache
-        stale = [i for i, rev in revisions if cache.get(i, (None,))[0] != rev]
-        if stale:
-            cache.update(row_sql.select_rows_by_id(conn, stale))
-        if len(cache) > len(revisions):
-            alive = {i for i, _ in revisions}
-            for gone in [i for i in cache if i not in alive]:
-                del cache[gone]
-        return [cache[i][1] for i, _ in revisions]
+    def revised_rows(self) -> list[tuple[int, Row]]:
+        """The window as (revision, row) pairs: a revision is never reused, in any process,
+        so (id, revision) names one content of a row (what a render cache keys on)."""
+        return self._read(lambda c: self._synced(c).revised())
+
+    def window_totals(self) -> tuple[int, int]:
+        """(rows, tokens) of the window, for deciding whether a trim is due."""
+        return self._read(lambda c: self._synced(c).totals())
+
+    def row_stats(self) -> list[RowStat]:
+        """What trimming needs of every row, in window order, from the mirror: no blocks are
+        read or decoded (a query of these columns alone scans the whole table, blocks and
+        all, which took twice as long at 2,000 rows)."""
+        return self._read(
+            lambda c: [
+                RowStat(row.id, row.tokens, row.pinned, row.compressed, row.status == "in_flight")
+                for _, row in self._synced(c).revised()
+            ]
+        )
+
+    def _synced(self, conn: sqlite3.Connection) -> WindowMirror:
+        self._mirror.sync(conn)
+        return self._mirror
 
     def row(self, row_id: int) -> Row | None:
         return self._read(lambda c: row_sql.select_row(c, row_id))
 
     def append(self, rows: Sequence[NewRow]) -> list[int]:
         ts = self._clock()
-        return self._write(lambda c: row_sql.insert_rows(c, rows, ts=ts, status="complete"))
+        return self._write_rows(
+            lambda c: row_sql.insert_rows(c, rows, ts=ts, status="complete"), lambda ids: ids
+        )
 
     def begin_turn(self, user: NewRow) -> int:
         """Store a turn's input before the model answers, so a crash cannot lose it."""
         ts = self._clock()
-        return self._write(lambda c: row_sql.insert_rows(c, [user], ts=ts, status="in_flight"))[0]
+        return self._write_rows(
+            lambda c: row_sql.insert_rows(c, [user], ts=ts, status="in_flight"), lambda ids: ids
+        )[0]
 
     def commit_turn(
         self,
@@ -138,11 +156,14 @@ class TurnStore:
         user_tokens_exact: bool = False,
         consumed: Consumed | None = None,
         outbox: Sequence[OutboxDraft] = (),
+        meta: Mapping[str, str] | None = None,
     ) -> list[int]:
-        """Append the turn's rows, mark its input complete, record the message ids it consumed
-        and store its sends, atomically: all of it is written or none."""
+        """Append the turn's rows, mark its input complete, record the message ids it consumed,
+        store its sends and set `meta` (the turn's figures), atomically: all of it is written
+        or none, in one sync to disk."""
         ts = self._clock()
         drafts = list(outbox)
+        figures = dict(meta or {})
 
         def commit(c: sqlite3.Connection) -> list[int]:
             status = row_sql.row_status(c, user_row_id)
@@ -161,20 +182,24 @@ class TurnStore:
             if drafts:
                 source = consumed.source if consumed is not None else delivery_sql.UNKNOWN_SOURCE
                 delivery_sql.insert_outbox(c, drafts, user_row_id=user_row_id, ts=ts, source=source)
+            for key, value in figures.items():
+                slot_sql.set_meta(c, key, value)
             return ids
 
-        return self._write(commit)
+        return self._write_rows(commit, lambda ids: [*ids, user_row_id])
 
     def recover_interrupted(self) -> list[int]:
         """Mark inputs whose turn never committed as 'interrupted'; returns their ids."""
-        ids = self._write(row_sql.mark_interrupted)
+        ids = self._write_rows(row_sql.mark_interrupted, lambda ids: ids)
         if ids and self._debug is not None:
             self._debug.write("warning", "turn_interrupted", path=str(self.path), row_ids=ids)
         return ids
 
     def delete_rows(self, ids: Iterable[int]) -> int:
         wanted = list(ids)
-        return self._write(lambda c: row_sql.delete_rows(c, wanted)) if wanted else 0
+        if not wanted:
+            return 0
+        return self._write_rows(lambda c: row_sql.delete_rows(c, wanted), lambda _: wanted)
 
     def replace_blocks(
         self,
@@ -209,7 +234,7 @@ class TurnStore:
                 slot_sql.delete_all_slots(c)
             return deleted
 
-        return self._write(wipe)
+        return self._write_rows(wipe, None)
 
     def consumed_ids(self) -> set[int]:
         """Ids on the window's complete rows (display, export); trimmed rows take theirs along.
@@ -331,7 +356,9 @@ class TurnStore:
         """Load a snapshot in one transaction; refused when the store is not empty unless
         `replace`, which first deletes every row (in-flight ones too), slot, marker and meta.
         Delivery state is neither in a snapshot nor touched by a restore."""
-        self._write(lambda c: write_snapshot(c, snapshot, replace=replace, path=self.path))
+        self._write_rows(
+            lambda c: write_snapshot(c, snapshot, replace=replace, path=self.path), None
+        )
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -350,13 +377,33 @@ class TurnStore:
             )
 
     def _update_row(self, row_id: int, update: Callable[[sqlite3.Connection], bool]) -> None:
-        if not self._write(update):
+        if not self._write_rows(update, lambda _: [row_id]):
             raise StoreError(f"no row {row_id} in the window", path=self.path, row_id=row_id)
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return connection.run_read(
             self._conn, fn, path=self.path, policy=self._retry, debug=self._debug
         )
+
+    def _write_rows(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        touched: Callable[[T], Iterable[int]] | None,
+    ) -> T:
+        """A write that changes window rows; `touched` names them from its result (None: it
+        cannot say) so the mirror fetches just those again. Every write to `window_rows`
+        through this connection must come here: the mirror sees other connections' commits
+        by themselves, but not this one's."""
+        try:
+            result = self._write(fn)
+        except BaseException:
+            self._mirror.invalidate()  # rolled back, but be sure: one full resync is cheap
+            raise
+        if touched is None:
+            self._mirror.invalidate()
+        else:
+            self._mirror.touch(touched(result))
+        return result
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return connection.run_write(

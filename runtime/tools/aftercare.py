@@ -18,7 +18,7 @@ from runtime.evict import strip_bulk, written_paths
 from runtime.rows import Block, estimate_tokens
 from runtime.store import AsyncTurnStore
 from runtime.tools.compress_reads import compress_reads
-from runtime.window import RowStat, TrimPlan, WindowCaps, plan_trim
+from runtime.window import TrimPlan, WindowCaps, exceeds_caps, plan_trim
 
 
 async def after_turn(
@@ -53,7 +53,10 @@ async def evict_bulk(store: AsyncTurnStore) -> int:
 async def trim_window(
     store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
 ) -> TrimPlan | None:
-    """Trim the window to its caps (in steps, runtime/window.py); the plan when rows went."""
+    """Trim the window to its caps (in steps, runtime/window.py); the plan when rows went.
+
+    Runs after every turn, so it costs what the window's totals cost (the store keeps them)
+    until a cap is exceeded; only then are every row's stats read, without their blocks."""
     caps = WindowCaps(
         max_rows=config.max_window_turns,
         max_tokens=config.max_window_tokens,
@@ -61,7 +64,10 @@ async def trim_window(
         low_water=config.window_low_water,
         protect_compressed=config.preserve_compressed_reads,
     )
-    plan = plan_trim([RowStat.of(r) for r in await store.rows()], caps)
+    rows, tokens = await store.window_totals()
+    if not exceeds_caps(rows, tokens, caps):
+        return None
+    plan = plan_trim(await store.row_stats(), caps)
     if not plan.needed:
         return None
     await store.delete_rows(plan.evict_ids)

@@ -52,6 +52,30 @@ async def test_outside_git_there_is_no_git_state(tmp_path: Path) -> None:
     assert await git_state(tmp_path) is None
 
 
+async def test_outside_git_no_git_process_is_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[tuple[str, ...]] = []
+
+    async def recording(cwd: Path, *args: str) -> None:
+        started.append(args)
+        return None
+
+    monkeypatch.setattr(world, "_git", recording)
+    assert await git_state(tmp_path) is None and started == []
+    # A variable that points git elsewhere makes it ask git after all.
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
+    assert await git_state(tmp_path) is None and started == [("rev-parse", "--show-toplevel")]
+
+
+async def test_a_repository_made_mid_session_is_seen_from_a_subdirectory(tmp_path: Path) -> None:
+    sub = tmp_path / "project" / "src"
+    sub.mkdir(parents=True)
+    assert await git_state(sub) is None
+    await git(tmp_path / "project", "init", "-q")
+    assert await git_state(sub) is not None
+
+
 async def test_a_sed_through_a_real_subprocess_changes_the_state(repo: Path) -> None:
     clean = await git_state(repo)
     assert clean is not None and clean == await git_state(repo)

@@ -45,9 +45,10 @@ def test_rows_reads_a_large_window_without_per_row_queries(
     store._conn.set_trace_callback(None)
     second = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     assert len(rows) == 2_000 and again == rows
-    # First read: the revision list and one query for all rows; an unchanged window: one query.
-    assert len(first) == 2 and all("FROM window_rows" in s for s in first)
-    assert second == ["SELECT id, rev FROM window_rows ORDER BY id"]
+    # First read: the revision list and one query for all rows; an unchanged window is not
+    # read again at all (runtime/store/window_mirror.py: only the counters are asked).
+    assert len([s for s in first if "FROM window_rows" in s]) == 2
+    assert [s for s in second if "FROM window_rows" in s] == []
 
 
 def test_cached_rows_see_changes_made_by_another_connection(
