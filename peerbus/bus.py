@@ -44,7 +44,7 @@ class Bus:
         sidecar = sidecar_path(file.path, file.options) if file.mode == "compat" else None
         self._schemas = ("main", "side") if file.mode == "compat" else ("main",)
         self._changes = ChangeWaiter(
-            watched_paths(file.path, sidecar), file.options, self._read_versions
+            watched_paths(file.path, sidecar), file.options, self._read_versions, file.signals
         )
         self._claim_generation: dict[str, int] = {}
         self._originals: dict[str, tuple[Path, tuple[int, int, int] | None]] = {}
@@ -69,8 +69,14 @@ class Bus:
             functools.partial(fn, *args, **kwargs), limiter=self._limiter
         )
 
-    def _bump(self) -> None:
-        self._changes.bump()
+    def _bump(self, recipients: Collection[str | None]) -> None:
+        """Wake this process's waiters that a change concerns (a None: everyone, as a
+        broadcast concerns every recipient). Other processes learn of it by the signals
+        the sync functions touch."""
+        if None in recipients:
+            self._changes.bump()
+        else:
+            self._changes.bump([r for r in recipients if r is not None])
 
     async def submit(
         self,
@@ -96,13 +102,13 @@ class Bus:
             recipient_epoch=recipient_epoch,
             key=key,
         )
-        self._bump()
+        self._bump([recipient])
         return ident
 
     async def submit_many(self, sender: str, messages: list[Outgoing]) -> list[int]:
         """Append several messages in one transaction, honouring each one's key."""
         ids = await self._run(submit.submit_many, self.file, sender, messages)
-        self._bump()
+        self._bump([m.recipient for m in messages])
         return ids
 
     async def register(
@@ -152,7 +158,7 @@ class Bus:
         )
         if original_watermark is not None and self.file.mode == "compat":
             self._originals[recipient] = (original_watermark, _stat_key(original_watermark))
-        self._bump()
+        self._bump([recipient])
         return new_epoch
 
     async def claim(
@@ -166,7 +172,7 @@ class Bus:
     ) -> Claim:
         """Lease the recipient's next batch; noise is acked and bad rows dead-lettered."""
         self._check_original(recipient)
-        generation = await self._changes.refresh()
+        generation = await self._changes.refresh(recipient)
         result = await self._run(
             claim_mod.claim_batch,
             self.file,
@@ -196,7 +202,7 @@ class Bus:
         """Give messages back. `count=False` when the batch goes back untouched (halted,
         stopping, shutdown): only a turn that failed on its own counts an attempt."""
         result = await self._run(settle.nack, self.file, claim, delay=delay, only=only, count=count)
-        self._bump()
+        self._bump([claim.recipient])
         return result
 
     async def fail(
@@ -204,7 +210,7 @@ class Bus:
     ) -> SettleResult:
         """Dead-letter the claim's messages now, with `reason`. See `settle.fail`."""
         result = await self._run(settle.fail, self.file, claim, reason=reason, only=only)
-        self._bump()
+        self._bump([claim.recipient])
         return result
 
     async def extend(
@@ -241,13 +247,15 @@ class Bus:
         self, *, ids: Collection[int] | None = None, recipient: str | None = None
     ) -> int:
         moved = await self._run(maintenance.retry, self.file, ids=ids, recipient=recipient)
-        self._bump()
+        if moved:
+            self._bump([recipient])  # None (every recipient's dead letters): everyone
         return moved
 
-    async def generation(self) -> int:
+    async def generation(self, *, recipient: str | None = None) -> int:
         """The change counter now; a reader (tail, dashboard) passes it to wait_for_change
-        as `since` before it reads, so a change during the read still wakes it."""
-        return await self._changes.refresh()
+        as `since` before it reads, so a change during the read still wakes it. With
+        `recipient`, that recipient's signal is watched from here on (claim does the same)."""
+        return await self._changes.refresh(recipient)
 
     # `timeout` is the parameter the host was promised (ASYNC109 prefers a cancel scope at
     # the call site): a timeout here is an answer (False), not a cancellation.
@@ -260,6 +268,10 @@ class Bus:
     ) -> bool:
         """Wait until the bus changed after a claim; False when `timeout` passed first.
 
+        With `recipient`, only a change that concerns it counts: a message to it or a
+        broadcast, one of its messages nacked or retried, its leases released, or a commit
+        whose recipients are unknown (found by the backstop). Without, any change counts.
+
         The reference point is `since` (a `Claim.generation`), else the last claim made for
         `recipient` through this Bus, else the last claim made through it at all. A host
         that shares one Bus between panels passes `recipient`, so that no panel misses a
@@ -269,7 +281,7 @@ class Bus:
         if since is None:
             since = self._claim_generation.get(recipient or "", self._last_claim_generation)
         with anyio.move_on_after(timeout):
-            await self._changes.wait_past(since)
+            await self._changes.wait_past(since, recipient)
             return True
         return False
 
@@ -326,9 +338,13 @@ async def open_bus(
     opts = dataclasses.replace(options or BusOptions(), **overrides)
     limiter = anyio.CapacityLimiter(1)
     file = await anyio.to_thread.run_sync(connect_bus, Path(path), opts, limiter=limiter)
+    bus: Bus | None = None
     try:
-        yield Bus(file, limiter)
+        bus = Bus(file, limiter)
+        yield bus
     finally:
         # Shielded so a cancelled host still closes the file; close itself is quick.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(close_bus, file, limiter=limiter)
+            if bus is not None:  # off the loop: closing an inotify descriptor takes ~9 ms
+                await anyio.to_thread.run_sync(bus._changes.close)

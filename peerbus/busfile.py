@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -36,6 +36,7 @@ from peerbus.gate import WriterGate
 from peerbus.model import BusOptions, Mode
 from peerbus.shape import ForeignShape, read_shape, require_writable
 from peerbus.sidecar_identity import mismatch, recorded_stamp, restart_or_record, table_stamp
+from peerbus.signals import Signals
 from peerbus.txn import RetryPolicy, run_bare, run_read, run_write
 
 T = TypeVar("T")
@@ -63,6 +64,14 @@ class BusFile:
     shape: ForeignShape | None = None
     # Recipients already warned of a second consumer (said once per open bus).
     warned: set[str] = field(default_factory=set, compare=False, hash=False)
+    # The per-recipient wake-up signals (signals.py); None when opened only to look.
+    signals: Signals | None = None
+
+    def touch(self, recipients: Iterable[str | None]) -> None:
+        """Wake the waiters of `recipients` (None: everyone), in every process. Call it
+        after the commit that concerns them, never inside the transaction."""
+        if self.signals is not None:
+            self.signals.touch(recipients)
 
     def warn_once(self, recipient: str, message: str) -> None:
         if recipient not in self.warned:
@@ -169,6 +178,7 @@ def _prepare(
         retry,
         identity=_identity(conn, "main", path, retry),
         gate=_gate(path, options),
+        signals=None if options.inspect_only else Signals.beside(path),
     )
 
 
@@ -271,6 +281,7 @@ def _attach_sidecar(
         notice=notice,
         gate=gate,
         shape=shape,
+        signals=None if options.inspect_only else Signals.beside(side),
     )
 
 

@@ -86,7 +86,10 @@ def retry(bus: BusFile, *, ids: Collection[int] | None = None, recipient: str | 
         where += " AND recipient = ?"
         params.append(recipient)
 
+    woken: set[str] = set()
+
     def work(conn: sqlite3.Connection) -> int:
+        woken.clear()  # a retried transaction starts over
         moved = conn.execute(
             f"""UPDATE {bus.state}.peerbus_receipts
                    SET state = 'waiting', attempts = 0, reason = NULL, completed_at = NULL,
@@ -105,6 +108,7 @@ def retry(bus: BusFile, *, ids: Collection[int] | None = None, recipient: str | 
             )
         # The watermark may have passed a dead letter; pull it back below the oldest retried.
         lowest: dict[str, int] = {}
+        woken.update(str(who) for _, who in moved)
         for mid, who in moved:
             lowest[who] = min(lowest.get(who, int(mid)), int(mid))
         conn.executemany(
@@ -114,4 +118,6 @@ def retry(bus: BusFile, *, ids: Collection[int] | None = None, recipient: str | 
         )
         return len(moved)
 
-    return bus.write(work, durable=True)
+    count = bus.write(work, durable=True)
+    bus.touch(woken)  # after the commit: the retried messages are claimable now
+    return count

@@ -52,9 +52,13 @@ class BusOptions:
     # synchronous=FULL for submits: a submit that returned survives power loss, not only a
     # process crash. Claims and acks commit with NORMAL either way (see BusFile.write).
     durable: bool = True
-    # Change detection: how often the waiter stats the files, and how often it asks SQLite.
+    # Change detection. Waiters sleep on inotify (signals.py, waiter.py); without it they
+    # stat their files every poll_interval. The backstop asks SQLite every
+    # backstop_interval while the files move (every 16x that on a quiet bus, waiter.py): the
+    # most a writer that touches no signal (a foreign tool, the original mnemara, a crash
+    # between commit and touch) waits to be seen.
     poll_interval: float = 0.01
-    backstop_interval: float = 0.25
+    backstop_interval: float = 2.0
     clock: Clock = time.time
     # Compatibility mode keeps its receipts and watermarks here; default `<db>.peerbus`.
     sidecar: Path | None = None

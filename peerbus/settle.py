@@ -144,7 +144,12 @@ def nack(
         ]
         return _split(wanted, back)
 
-    return bus.write(work)
+    result = bus.write(work)
+    if delay <= 0 and result.settled:
+        # Claimable again now: wake the recipient's waiters (after the commit). An ending
+        # delay changes nothing on disk; the waiter's timeout covers it, as for leases.
+        bus.touch([claim.recipient])
+    return result
 
 
 def fail(

@@ -118,7 +118,9 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
             ids.append(ident)
         return ids
 
-    return bus.write(work, durable=True)
+    ids = bus.write(work, durable=True)
+    bus.touch(m.recipient for m in messages)  # after the commit: the rows are visible
+    return ids
 
 
 def _foreign_insert(
@@ -169,8 +171,10 @@ def register(
     says nothing about the messages.
     """
     route = Route.of(recipient, senders)
+    released = 0
 
     def work(conn: sqlite3.Connection) -> int:
+        nonlocal released
         when = iso(bus.now())
         row = conn.execute(
             f"""INSERT INTO {bus.state}.peerbus_recipients
@@ -183,13 +187,16 @@ def register(
             {"r": route.recipient, "e": epoch, "s": route.senders_json, "w": when},
         ).fetchone()
         if release:
-            conn.execute(
+            released = conn.execute(
                 f"""UPDATE {bus.state}.peerbus_receipts
                        SET state = 'waiting', available_at = 0, claim_token = NULL,
                            lease_until = NULL
                      WHERE recipient = ? AND state = 'leased'""",
                 (route.recipient,),
-            )
+            ).rowcount
         return int(row[0])
 
-    return bus.write(work, durable=True)
+    epoch = bus.write(work, durable=True)
+    if released:
+        bus.touch([route.recipient])  # the released leases are claimable now
+    return epoch

@@ -1,29 +1,51 @@
 """The bus's change counter, and waiting for it to move (the host's `wait_for_change`).
 
-`generation` goes up on every change this process makes through the Bus (`bump`) and on
-every change `refresh` notices from other processes (file signatures, and PRAGMA
-data_version every `backstop_interval`). A waiter on a busy bus polls in the event loop;
-on a quiet one it parks in a worker thread on inotify (see watch.py), woken through a
-pipe by in-process changes.
+`generation` goes up on every change this process makes or notices. Each change also says
+whom it concerns: one or more recipients (a direct submit, a nack, a retry), or everyone (a
+broadcast, or a change whose recipients are unknown: the data_version backstop, a bus
+without signals). A waiter for recipient R returns once a change concerning R (or
+everyone) came after its reference point; a waiter for no recipient (`bus tail`, the
+dashboard) returns on any change, as before.
+
+Where the changes come from:
+- in-process: the Bus calls `bump(recipients)` after its own writes (SQLite's
+  data_version never counts a connection's own commits);
+- signals (signals.py): one inotify descriptor per bus on the signal files of the
+  recipients this process waits for, and the broadcast one. Writers touch a recipient's
+  file after their commit, so a commit for S wakes nobody waiting for R;
+- the bus files: waiters for no recipient share an inotify descriptor on the directories
+  of the database and -wal files (any commit); on a bus without signals (opened only to
+  look, or host.sqlite) every waiter uses it;
+- `PRAGMA data_version`, the backstop for writers that touch no signal (other tools, the
+  original mnemara sharing a table in compatibility mode, a crash between a commit and its
+  touch): asked every `backstop_interval` while the files move (up to QUIET_TICKS times
+  that on an idle bus), and a change there concerns everyone.
+Every descriptor is waited on by one task in the event loop (no thread, no polling loop);
+the other waiters sleep until a bump cancels their scope. Without inotify (not Linux) a
+waiter stats its files every `poll_interval` instead.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import time
-from collections.abc import Awaitable, Callable
+import math
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import anyio
 
 from peerbus.model import BusOptions
-from peerbus.watch import Signature, file_signature, watch_files
+from peerbus.signals import Signals, SignalWatcher
+from peerbus.watch import Inotify, Signature, file_signature, touched, watch_directories
 
-# How long after the last change the waiter keeps polling in the event loop before it
-# parks in a thread on inotify.
-HOT = 1.0
+# The key a waiter parks under: a recipient, or None for "any change".
+Key = str | None
+# The backstop reads data_version at least every this many intervals, even when no stat moved.
+FULL_BACKSTOP = 4
+# An idle waiter's tick grows to this many backstop intervals (see _backstop): 32 s by
+# default, about the original's 30 s poll, which is what a writer that touches no signal
+# waits at most on a bus that was quiet (2 s on one that moves).
+QUIET_TICKS = 16
 
 
 class ChangeWaiter:
@@ -34,98 +56,254 @@ class ChangeWaiter:
         paths: tuple[Path, ...],
         options: BusOptions,
         read_versions: Callable[[], Awaitable[Signature]],
+        signals: Signals | None = None,
     ) -> None:
         self._paths = paths
         self._options = options
         self._read_versions = read_versions
+        self._signals = signals
         self._signature: Signature = file_signature(paths)
         self._versions: Signature | None = None
         self._backstop_at = 0.0
+        # The files' signature at the last backstop tick, whether it moved at the one
+        # before, and ticks since data_version was last asked.
+        self._tick_signature: Signature = ()
+        self._moved_before = True
+        # The current tick: backstop_interval, doubled on each quiet tick up to QUIET_TICKS
+        # times (an idle consumer wakes rarely), back to backstop_interval when a stat moves.
+        self._interval = options.backstop_interval
+        self._skipped = 0
+        # For waiters on the bus files: when to look at data_version again after the files
+        # moved, and its value then (a baseline of their own: what they notice concerns
+        # only them, unless the bus has no signals).
+        self._follow_up_at: float | None = None
+        self._files_versions: Signature | None = None
         self.generation = 0
-        # Write ends of the pipes that watcher threads wait on: poked on in-process changes.
-        self._wakers: set[int] = set()
-        self._woke_at = 0.0
-        self._changed = anyio.Event()
-        self._changed_at = 0.0
+        # The generation of the last change concerning everyone, and per recipient.
+        self._everyone_at = 0
+        self._marks: dict[str, int] = {}
+        # Cancel scopes of parked waiters, by key: a bump cancels those it concerns.
+        self._parked: dict[Key, set[anyio.CancelScope]] = {}
+        # Two descriptors at most, kept for the life of the waiter (closing one costs ~9 ms
+        # of wall time): the bus files' (for waiters on any change) and the signals' (for
+        # every recipient waited on). False: unavailable, so their waiters poll stats.
+        self._files: Inotify | bool | None = None
+        self._watcher: SignalWatcher | bool | None = None
+        self._polled: dict[str, Signature] = {}  # recipients whose signals are statted
+        # The channels ("files", "signals") a parked waiter is waiting on: one task per
+        # descriptor; the others sleep until a bump, the backstop, or a hand-over.
+        self._held: set[str] = set()
+        self._open: list[Inotify | SignalWatcher] = []
+        weakref.finalize(self, _close_all, self._open)
 
-    def bump(self) -> None:
-        """Record a change and wake every waiter, in the loop and in watcher threads."""
+    def bump(self, recipients: Iterable[str] | None = None) -> None:
+        """Record a change concerning `recipients` (None: everyone) and wake their waiters
+        and every waiter for any change."""
         self.generation += 1
-        self._changed_at = anyio.current_time()
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-        for fd in list(self._wakers):
-            with contextlib.suppress(BlockingIOError, OSError):
-                os.write(fd, b"!")
+        if recipients is None:
+            self._everyone_at = self.generation
+            keys: list[Key] = list(self._parked)
+        else:
+            keys = [None]
+            for recipient in recipients:
+                self._marks[recipient] = self.generation
+                keys.append(recipient)
+        for key in keys:
+            for scope in self._parked.pop(key, ()):
+                scope.cancel()
 
-    async def refresh(self) -> int:
-        """Notice changes from other connections; returns the generation."""
-        signature = file_signature(self._paths)
-        if signature != self._signature:
-            self._signature = signature
-            self.bump()
+    def mark(self, recipient: str | None) -> int:
+        """The generation of the last change a waiter for `recipient` cares about."""
+        if recipient is None:
             return self.generation
-        now = anyio.current_time()
-        if now - self._backstop_at >= self._options.backstop_interval:
-            self._backstop_at = now
-            versions = await self._read_versions()
-            if self._versions is not None and versions != self._versions:
-                self.bump()
-            self._versions = versions
+        return max(self._marks.get(recipient, 0), self._everyone_at)
+
+    async def refresh(self, recipient: str | None = None) -> int:
+        """Notice changes from other connections (for `recipient`'s signal too, which is
+        watched from now on); returns the generation."""
+        if self._files is None and (recipient is None or self._signals is None):
+            # Made only for those who wait on the bus files: every commit of every process
+            # queues an event on it, which a recipient's waiter with signals has no use for.
+            # Made before the look below, so nothing falls between the look and the watch.
+            notify = watch_directories(self._paths)
+            self._files = False if notify is None else notify
+            if notify is not None:
+                self._open.append(notify)
+        self._check_files()
+        if self._signals is not None:
+            self._check_signals(recipient, self._signals)
+        if recipient is None or self._signals is None:
+            await self._follow_up()  # only those on the files need it (not a claim)
+        await self._backstop()
         return self.generation
 
-    async def wait_past(self, since: int) -> None:
-        """Return once the generation is above `since`; cancel it to stop waiting."""
-        while True:
-            if await self.refresh() > since:
-                return
-            if anyio.current_time() - self._changed_at < HOT:
-                # Busy bus: a stat per poll in the event loop is the cheapest way to keep
-                # up (a thread per wait cost more, and p99 went 15 -> 60 ms).
-                with anyio.move_on_after(self._options.poll_interval):
-                    await self._changed.wait()
-            else:
-                await self._park()  # quiet bus: block without burning CPU
+    async def _follow_up(self) -> None:
+        """A commit writes its frames to the -wal file (the event and the stat that wake
+        a waiter on the files) a moment before it becomes visible (in the -shm index, which
+        raises no event): a reader woken by the frames may not see the commit yet. So a
+        files change is followed, `poll_interval` later, by one look at data_version."""
+        if not isinstance(self._files, Inotify):
+            return
+        now = anyio.current_time()
+        first = self._files_versions is None
+        if not first and (self._follow_up_at is None or now < self._follow_up_at):
+            return
+        self._follow_up_at = None
+        versions = await self._read_versions()
+        if not first and versions != self._files_versions:
+            self._files_changed()
+        self._files_versions = versions
 
-    async def _park(self) -> None:
-        """Block in a worker thread until the files change, an in-process change, or the
-        backstop is due."""
-        read_end, write_end = os.pipe()
-        os.set_blocking(write_end, False)
-        self._wakers.add(write_end)
+    async def _backstop(self) -> None:
+        """Every tick, ask SQLite whether another connection committed; such a change
+        concerns everyone. Asked only when the files' stat moved in this tick or the one
+        before (an idle bus costs a timer, not a thread hop), and every FULL_BACKSTOP-th
+        tick regardless, in case a stat missed a commit. A tick is `backstop_interval`
+        while the files move, up to QUIET_TICKS times that on an idle bus: each wake-up of
+        an idle process is charged 10-50 ms of CPU on this project's virtual machines (the
+        time the host takes to resume the idle vCPU counts as the process's)."""
+        now = anyio.current_time()
+        if now - self._backstop_at < self._interval:
+            return
+        self._backstop_at = now
+        self._skipped += 1
+        # Asked at the tick after a move too: the commit whose frames moved the files may
+        # have become visible only after this tick's look (see _follow_up).
+        moved, self._tick_signature = self._signature != self._tick_signature, self._signature
+        quiet = not moved and not self._moved_before
+        self._moved_before = moved
+        base = self._options.backstop_interval
+        self._interval = min(self._interval * 2, base * QUIET_TICKS) if quiet else base
+        if self._versions is not None and quiet and self._skipped < FULL_BACKSTOP:
+            return
+        self._skipped = 0
+        versions = await self._read_versions()
+        if self._versions is not None and versions != self._versions:
+            self.bump()
+        self._versions = versions
+
+    async def wait_past(self, since: int, recipient: str | None = None) -> None:
+        """Return once a change for `recipient` (None: any change) came after generation
+        `since`; cancel it to stop waiting."""
+        # Without signals a recipient waits on the bus files, whose changes concern everyone.
+        key = recipient if self._signals is not None else None
+        channel = "files" if key is None else "signals"
         try:
-            await anyio.to_thread.run_sync(
-                functools.partial(
-                    _watch_then_close,
-                    self._paths,
-                    self._signature,
-                    poll=self._options.poll_interval,
-                    budget=self._options.backstop_interval,
-                    wake=read_end,
-                    not_before=self._woke_at + self._options.poll_interval,
-                ),
-                abandon_on_cancel=True,
-            )
-            self._woke_at = time.monotonic()
+            while True:
+                await self.refresh(recipient)
+                if self.mark(recipient) > since:
+                    return
+                await self._park(key, channel)
         finally:
-            # Closing the write end makes the read end readable (EOF), so a thread left
-            # behind by a cancelled (timed-out) wait returns at once and closes its end.
-            self._wakers.discard(write_end)
-            os.close(write_end)
+            self._hand_over(channel)
+
+    def close(self) -> None:
+        """Close the descriptors (slow: call it off the event loop). The waiter still
+        works afterwards, by the backstop and in-process bumps only."""
+        self._files = self._watcher = False
+        _close_all(self._open)
+
+    async def _park(self, key: Key, channel: str) -> None:
+        """Sleep until the channel's descriptor is readable, a bump concerning `key`, or
+        the backstop is due."""
+        fd = None if channel in self._held else self._descriptor(key, channel)
+        due = math.inf  # the holder checks the backstop for all: its bump() wakes them
+        if fd is not None or self._polls(key):
+            due = self._backstop_at + self._interval - anyio.current_time()
+            if channel == "files" and self._follow_up_at is not None:
+                due = min(due, self._follow_up_at - anyio.current_time())
+        with anyio.move_on_after(max(due, 0.0)) as scope:
+            self._parked.setdefault(key, set()).add(scope)
+            try:
+                if fd is not None:
+                    self._held.add(channel)
+                    try:
+                        await anyio.wait_readable(fd)
+                    finally:
+                        self._held.discard(channel)
+                elif self._polls(key):
+                    await anyio.sleep(self._options.poll_interval)  # no inotify: stat soon
+                else:
+                    await anyio.sleep_forever()  # the holder's refresh bumps us
+            finally:
+                parked = self._parked.get(key)
+                if parked is not None:
+                    parked.discard(scope)
+
+    def _hand_over(self, channel: str) -> None:
+        """A waiter left: if it held the channel's descriptor, wake one that parked without
+        it, so that the descriptor is waited on again."""
+        if channel in self._held:
+            return
+        for key, scopes in self._parked.items():
+            if scopes and (key is None) == (channel == "files"):
+                next(iter(scopes)).cancel()
+                return
+
+    def _descriptor(self, key: Key, channel: str) -> int | None:
+        if channel == "files":
+            return self._files.fileno if isinstance(self._files, Inotify) else None
+        if key in self._polled or not isinstance(self._watcher, SignalWatcher):
+            return None
+        return self._watcher.fileno
+
+    def _polls(self, key: Key) -> bool:
+        if key is None:
+            return self._files is False
+        return key in self._polled
+
+    def _check_files(self) -> None:
+        """The bus files: a change concerns everyone on a bus without signals, else only
+        the waiters for any change."""
+        moved = isinstance(self._files, Inotify) and touched(self._files.drain(), self._paths)
+        signature = file_signature(self._paths)
+        if signature != self._signature or moved:
+            self._signature = signature
+            if isinstance(self._files, Inotify) and self._follow_up_at is None:
+                self._follow_up_at = anyio.current_time() + self._options.poll_interval
+            self._files_changed()
+
+    def _files_changed(self) -> None:
+        if self._signals is None:
+            self.bump()
+        else:
+            self._bump_any()
+
+    def _check_signals(self, recipient: str | None, signals: Signals) -> None:
+        """Bump the recipients whose signal moved; start watching `recipient`'s."""
+        if self._watcher is None:
+            made = signals.watcher()
+            self._watcher = False if made is None else made
+            if made is not None:
+                self._open.append(made)
+        moved: set[str] = set()
+        everyone = False
+        if isinstance(self._watcher, SignalWatcher):
+            moved, everyone = self._watcher.pending()
+        # Recipients without a watch: (inode, size, mtime) of their file, then of `all`.
+        for who, seen in self._polled.items():
+            signature = signals.signature(who)
+            self._polled[who] = signature
+            if signature[:3] != seen[:3]:
+                moved.add(who)
+            everyone = everyone or signature[3:] != seen[3:]
+        if recipient is not None and recipient not in self._polled:
+            # Every touch from here on is seen: the watch is in place before the caller
+            # reads (a claim), and the touch comes after the commit it announces.
+            watched = isinstance(self._watcher, SignalWatcher) and self._watcher.add(recipient)
+            if not watched:
+                self._polled[recipient] = signals.signature(recipient)
+        if everyone:
+            self.bump()
+        elif moved:
+            self.bump(moved)
+
+    def _bump_any(self) -> None:
+        self.generation += 1
+        for scope in self._parked.pop(None, ()):
+            scope.cancel()
 
 
-def _watch_then_close(
-    paths: tuple[Path, ...],
-    signature: Signature,
-    *,
-    poll: float,
-    budget: float,
-    wake: int,
-    not_before: float,
-) -> bool:
-    try:
-        return watch_files(
-            paths, signature, poll=poll, budget=budget, wake=wake, not_before=not_before
-        )
-    finally:
-        os.close(wake)
+def _close_all(handles: list[Inotify | SignalWatcher]) -> None:
+    while handles:
+        handles.pop().close()

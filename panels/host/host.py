@@ -58,7 +58,7 @@ from panels.hostdb.catalogue import (
 from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
 from panels.watchdog import DigestSettings, watchdog_tools
-from peerbus import Bus, open_bus
+from peerbus import Bus, BusOptions, open_bus
 from runtime.driver import ToolSpec
 from runtime.guard.budget import Spend
 from runtime.lease import Lease, LeaseOwner, acquire_lease
@@ -143,7 +143,7 @@ class Host:
             self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
             bus_options: dict[str, Any] = {
                 "poll_interval": self.bus_poll,
-                "backstop_interval": max(0.25, self.bus_poll),
+                "backstop_interval": max(BusOptions.backstop_interval, self.bus_poll),
                 # Poison isolation (poison.py): a failed message is delivered alone, and the
                 # bus's backstop dead-letters at the count the host judges by.
                 "max_attempts": POISON_ATTEMPTS,

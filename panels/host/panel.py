@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from panels.host.checks import HostChecks
+from panels.host.delivery import operator_route
 from panels.host.poison import FailureBook
 from panels.host.sendlimit import SendLimiter
 from panels.host.services import HostServices, TurnContext
@@ -91,7 +92,9 @@ class PanelRunner:
         self.turn_scope: anyio.CancelScope | None = None
         # Held while a turn runs and while a verb changes the window: one at a time.
         self.exclusive = anyio.Lock()
-        host.watch.add(self.wakeup.set)
+        # Woken by what concerns its two routes (its peer inbox, its operator input) only.
+        routes = [(host.bus, spec.name), (host.operator_bus, operator_route(spec.name))]
+        host.watch.add(self.wakeup.set, routes)
 
     # -- state --------------------------------------------------------------------------------
 
