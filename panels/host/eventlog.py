@@ -132,7 +132,10 @@ class EventLog:
             while True:
                 await anyio.sleep(self.interval)
                 if self._queue or self._status is not None:
-                    await self.flush()
+                    # Shielded: the batch leaves the queue before it is written, so a flush
+                    # cancelled half-way would lose it.
+                    with anyio.CancelScope(shield=True):
+                        await self.flush()
         finally:
             # Whatever is left goes out, drained of coalesced text; bounded, as the host stops.
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):

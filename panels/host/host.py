@@ -186,7 +186,9 @@ class Host:
                     task_status.started(self)
                     await self._stop.wait()
                     await self._drain(panels_tg)
-                self.services.log.emit(HostStopped())
+                # Written before the services stop: emitted only, it could be cancelled
+                # with the log's last flush and never reach disk or the listeners.
+                await self.services.log.commit(HostStopped())
                 services_tg.cancel_scope.cancel()
 
     def _lease_instances(self) -> list[Lease]:
