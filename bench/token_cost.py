@@ -25,7 +25,8 @@ original at gaps under five minutes; like-for-like <= 0.20x at gaps under five m
 <= 0.25x at longer ones; ours <= 1.03x the minimum.
 
     .venv/bin/python bench/token_cost.py [--turns 100] [--gap 2 --gap 301 --gap 1200]
-        [--every 10] [--model claude-opus-4-7] [--low-water 0.6] [--cli-env KEY=VALUE ...]
+        [--every 10] [--model claude-opus-4-7] [--low-water 0.6] [--ttl auto|5m|1h]
+        [--cli-env KEY=VALUE ...]
 
 The figures depend on the model id, because the CLI shapes its requests per model and the
 smallest cacheable prefix differs per model. `--low-water` and `--cli-env` are there to
@@ -53,6 +54,7 @@ from cost_layouts import GapClock, TurnCost, make_instance, run_flat, run_ours
 from cost_minimum import FIVE_MINUTES, minimum_turn
 from cost_workload import Workload, make_workspace, task_input
 
+from runtime.cache_ttl import TtlSetting
 from runtime.config import InstanceConfig
 from runtime.rehearsal import PanelScript, Script, open_rehearsal_server
 from runtime.rehearsal.env import rehearsal_env
@@ -160,10 +162,10 @@ def report(gap: float, runs: dict[str, list[TurnCost]]) -> bool:
 
 
 async def run_gap(
-    turns: int, model: str, low_water: float, cli_env: list[str], gap: float
+    turns: int, model: str, low_water: float, cli_env: list[str], gap: float, ttl: TtlSetting
 ) -> dict[str, list[TurnCost]]:
     """The three layouts over the same session, each with `gap` seconds between turns."""
-    config = InstanceConfig(model=model, window_low_water=low_water)
+    config = InstanceConfig(model=model, window_low_water=low_water, prompt_cache_ttl=ttl)
     extra = dict(item.split("=", 1) for item in cli_env)
     inputs = [task_input(n) for n in range(1, turns + 1)]
     runs: dict[str, list[TurnCost]] = {name: [] for name in LAYOUTS}
@@ -190,7 +192,8 @@ async def run_gap(
                 )
         print(
             f"gap {gap:g} s: {turns} turns, model {model}, window caps {config.max_window_turns} "
-            f"rows / {config.max_window_tokens:,} tokens, low water {config.window_low_water}; "
+            f"rows / {config.max_window_tokens:,} tokens, low water {config.window_low_water}, "
+            f"our cache lifetime {config.prompt_cache_ttl}; "
             f"ran in {time.monotonic() - started:.0f} s"
         )
     return runs
@@ -254,6 +257,12 @@ def main() -> None:
         help="window_low_water of every instance (what a trim keeps of the caps)",
     )
     parser.add_argument(
+        "--ttl",
+        choices=["auto", "5m", "1h"],
+        default="auto",
+        help="prompt_cache_ttl of our instance (5m: what it did before it could choose)",
+    )
+    parser.add_argument(
         "--cli-env",
         action="append",
         default=[],
@@ -269,7 +278,14 @@ def main() -> None:
     met = True
     for gap in gaps:
         runs = anyio.run(
-            run_gap, args.turns, args.model, args.low_water, args.cli_env, gap, backend="trio"
+            run_gap,
+            args.turns,
+            args.model,
+            args.low_water,
+            args.cli_env,
+            gap,
+            args.ttl,
+            backend="trio",
         )
         print_table(runs["ours"], runs["like-for-like"], args.every)
         met = report(gap, runs) and met
