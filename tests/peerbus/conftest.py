@@ -9,6 +9,8 @@ NULL columns that have defaults. A second backend joins the suite by adding a pa
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,20 @@ def sync_bus(bus_path: Path, options: Callable[..., BusOptions]) -> Iterator[Bus
         yield bus
     finally:
         close_bus(bus)
+
+
+def in_another_process(bus_path: Path, code: str) -> None:
+    """Run `code` with `bus` open on `bus_path` in a fresh interpreter."""
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom peerbus import *\n"
+        "bus = connect_bus(Path(sys.argv[1]), BusOptions(durable=False))\n"
+        f"{code}\nclose_bus(bus)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(bus_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr

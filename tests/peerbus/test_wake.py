@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import anyio
 import pytest
 
 from peerbus import Bus, BusOptions, open_bus
-from tests.peerbus.conftest import raw_insert
+from tests.peerbus.conftest import in_another_process, raw_insert
 
 pytestmark = pytest.mark.anyio
 # Owned and one compatibility shape: each test starts interpreters, which is slow.
@@ -28,23 +26,6 @@ Options = Callable[..., BusOptions]
 NO_BACKSTOP = 60.0  # longer than any wait below: only a signal can wake
 NOT_WOKEN = 1.5  # how long a waiter must stay asleep
 WOKEN = 30.0  # a generous bound for a wake that must come
-
-
-def in_another_process(bus_path: Path, code: str) -> None:
-    """Run `code` with `bus` open on `bus_path` in a fresh interpreter."""
-    script = (
-        "import sys\nfrom pathlib import Path\nfrom peerbus import *\n"
-        "bus = connect_bus(Path(sys.argv[1]), BusOptions(durable=False))\n"
-        f"{code}\nclose_bus(bus)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(bus_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert done.returncode == 0, done.stderr
 
 
 async def send_from_another_process(bus_path: Path, recipient: str | None) -> None:

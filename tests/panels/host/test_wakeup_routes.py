@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -11,6 +9,7 @@ import pytest
 
 from panels.host.wakeup import BusWatch, Wakeup
 from peerbus import open_bus
+from tests.peerbus.conftest import in_another_process
 
 pytestmark = pytest.mark.anyio
 
@@ -18,19 +17,7 @@ NO_BACKSTOP = 60.0  # only a signal can wake within the waits below
 
 
 def send_from_another_process(bus_path: Path, recipient: str | None) -> None:
-    script = (
-        "import sys\nfrom pathlib import Path\nfrom peerbus import *\n"
-        "bus = connect_bus(Path(sys.argv[1]), BusOptions(durable=False))\n"
-        f"submit(bus, 'a', {recipient!r}, {{'n': 1}})\nclose_bus(bus)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(bus_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    assert done.returncode == 0, done.stderr
+    in_another_process(bus_path, f"submit(bus, 'a', {recipient!r}, {{'n': 1}})")
 
 
 async def test_a_message_wakes_the_panel_it_is_for_and_no_other(
