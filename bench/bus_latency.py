@@ -198,7 +198,12 @@ def main() -> None:
         anyio.run(recipient, Path(args.child[0]), args.child[1], options, backend=args.backend)
         return
 
-    counts = [int(c) for c in args.recipients.split(",")]
+    try:
+        counts = [int(c) for c in args.recipients.split(",")]
+    except ValueError:
+        parser.error("--recipients takes whole numbers separated by commas, such as 2,8")
+    if min(counts) < 1 or args.messages < 1 or args.rate <= 0 or args.poll_interval <= 0:
+        parser.error("--recipients and --messages must be >= 1, --rate and --poll-interval > 0")
     print(
         f"messages={args.messages} rate={args.rate}/s backend={args.backend} "
         f"poll_interval={args.poll_interval * 1000:.0f}ms "

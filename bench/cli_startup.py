@@ -85,6 +85,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=21, help="rounds (default 21)")
     ap.add_argument("--every", action="store_true", help="also every `COMMAND --help`")
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be >= 1")
     exe = Path(sys.executable).parent / "mnemara"
     if not exe.exists():
         sys.exit(f"{exe} not found: install the project into this venv (pip install -e .)")

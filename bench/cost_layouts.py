@@ -35,6 +35,7 @@ from runtime.rehearsal import RehearsalServer, RequestRecord
 from runtime.rows import Row, estimate_tokens
 from runtime.session import Trimmed, open_session
 from runtime.store import TurnStore
+from runtime.tools.aftercare import window_caps
 from runtime.window import RowStat, WindowCaps, plan_trim
 
 # Billed input-token equivalents: a cache read costs 0.1 of an input token, a 5-minute cache
@@ -179,17 +180,6 @@ class FlatWindow:
     def flattened(self, input_text: str) -> str:
         parts = [text for row in self.rows if (text := render_row(row)) is not None]
         return "\n\n".join([*parts, input_text])
-
-
-def window_caps(config: InstanceConfig) -> WindowCaps:
-    """The caps our session trims to (runtime/tools/aftercare.py), for the flattened layouts."""
-    return WindowCaps(
-        max_rows=config.max_window_turns,
-        max_tokens=config.max_window_tokens,
-        row_slack=config.row_cap_slack_when_token_headroom,
-        low_water=config.window_low_water,
-        protect_compressed=config.preserve_compressed_reads,
-    )
 
 
 async def run_flat(

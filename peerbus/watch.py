@@ -22,11 +22,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import select
 import sqlite3
 import struct
 import sys
-import time
 from pathlib import Path
 
 Signature = tuple[int, ...]
@@ -148,37 +146,3 @@ def touched(events: list[tuple[int, int, str]], paths: tuple[Path, ...]) -> bool
     """Whether directory events name one of `paths` (or the queue overflowed: assume so)."""
     names = {p.name for p in paths}
     return any(mask & IN_Q_OVERFLOW or name in names for _, mask, name in events)
-
-
-def watch_files(
-    paths: tuple[Path, ...],
-    signature: Signature,
-    *,
-    poll: float,
-    budget: float,
-    wake: int,
-) -> bool:
-    """Block until a watched file changes (True), `wake` (a pipe) becomes readable (True),
-    or `budget` seconds pass (False). For sync callers: the async waiter (waiter.py) keeps
-    its descriptors and waits on them in the event loop instead.
-    """
-    deadline = time.monotonic() + budget
-    notify = watch_directories(paths)
-    try:
-        # Changes made before the watches were set up are caught by this first look.
-        if file_signature(paths) != signature:
-            return True
-        fds = [wake] if notify is None else [wake, notify.fileno]
-        while (left := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select(fds, [], [], left if notify else min(left, poll))
-            if wake in ready:
-                return True
-            if notify is not None:
-                if touched(notify.drain(), paths):
-                    return True
-            elif file_signature(paths) != signature:
-                return True
-        return False
-    finally:
-        if notify is not None:
-            notify.close()

@@ -3,8 +3,9 @@
 As with the bus: every call goes through `anyio.to_thread.run_sync` with a
 CapacityLimiter(1), so the connection is used by one thread at a time and the event loop
 never blocks on SQLite. Commits by other processes (a viewer's command) are noticed by the
-bus's own change waiter (peerbus: file stats while busy, inotify while quiet, PRAGMA
-data_version as the backstop), so a command reaches the host within milliseconds.
+bus's own change waiter (peerbus: an inotify event on the database's directory for every
+commit, file stats where inotify is missing, PRAGMA data_version as the backstop), so a
+command reaches the host within milliseconds.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class HostDb:
         path: Path,
         limiter: anyio.CapacityLimiter,
         *,
-        # 5 ms while busy (a bus waiter polls every 10): the 20 ms target for a command to be
-        # applied keeps its headroom on slower machines; a quiet host parks on inotify.
+        # Stats every 5 ms where inotify is missing (the 20 ms target for a command to be
+        # applied keeps its headroom on slower machines); with inotify the host parks on it.
         poll: float = 0.005,
         backstop: float = 1.0,
     ) -> None:

@@ -50,6 +50,17 @@ async def evict_bulk(store: AsyncTurnStore) -> int:
     return changed
 
 
+def window_caps(config: InstanceConfig) -> WindowCaps:
+    """The caps an instance's window is trimmed to, from its config."""
+    return WindowCaps(
+        max_rows=config.max_window_turns,
+        max_tokens=config.max_window_tokens,
+        row_slack=config.row_cap_slack_when_token_headroom,
+        low_water=config.window_low_water,
+        protect_compressed=config.preserve_compressed_reads,
+    )
+
+
 async def trim_window(
     store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
 ) -> TrimPlan | None:
@@ -57,13 +68,7 @@ async def trim_window(
 
     Runs after every turn, so it costs what the window's totals cost (the store keeps them)
     until a cap is exceeded; only then are every row's stats read, without their blocks."""
-    caps = WindowCaps(
-        max_rows=config.max_window_turns,
-        max_tokens=config.max_window_tokens,
-        row_slack=config.row_cap_slack_when_token_headroom,
-        low_water=config.window_low_water,
-        protect_compressed=config.preserve_compressed_reads,
-    )
+    caps = window_caps(config)
     rows, tokens = await store.window_totals()
     if not exceeds_caps(rows, tokens, caps):
         return None
