@@ -37,10 +37,13 @@ def cpu_seconds() -> float:
 
 
 async def idle(
-    path: Path, seconds: float, warmup: float, overrides: dict[str, Any]
+    location: str | Path, seconds: float, warmup: float, overrides: dict[str, Any]
 ) -> tuple[float, int]:
+    """An idle consumer's share of a core over `seconds`, after `warmup` quiet seconds, on
+    the bus at `location` (bench/bus_latency.py measures PostgreSQL's with it), and the
+    times it woke."""
     wakes = 0
-    async with open_bus(path, **overrides) as bus:
+    async with open_bus(location, **overrides) as bus:
         await bus.claim("b")
         started = time.monotonic()
         while (left := warmup - (time.monotonic() - started)) > 0:  # the bus goes quiet

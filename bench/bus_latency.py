@@ -10,8 +10,17 @@ the two are compared side by side: the CPU the recipients spend per delivered me
 should not grow with their number (a commit wakes only its addressee). The original
 polled every 30 s or more.
 
+Each run measures SQLite (a temp file) and then PostgreSQL with the same load, and prints
+the two side by side: the PostgreSQL bus given by `--bus URL` (its bus tables emptied
+before each case; a database whose bus holds anything is refused unless `--reset`), or
+else a throwaway server the bench starts (tests/pgcluster.py's way, fsync on), or SQLite
+alone when none can be started. On PostgreSQL the server's CPU is shown too when the
+server is the bench's own. Last, an idle PostgreSQL consumer's CPU over `--idle-seconds`
+(as bench/bus_idle_cpu.py measures SQLite's): no busy polling when nothing happens.
+
     .venv/bin/python bench/bus_latency.py                 # 2 and 8 recipients
     .venv/bin/python bench/bus_latency.py --recipients 8 --messages 2000 --rate 200
+    .venv/bin/python bench/bus_latency.py --bus postgresql://me@db.example/benchbus
 """
 
 from __future__ import annotations
@@ -21,22 +30,21 @@ import json
 import os
 import random
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-CPU_RATIO_TARGET = 1.3  # CPU per message at the most recipients vs at the fewest
+from bus_idle_cpu import bare_sleep, cpu_seconds, idle
+from bus_latency_report import Trial, passed, print_side_by_side, print_trials, verdict
+from pgserver import PgTarget, TargetError, load, open_pg_target
+
 P99_TARGET_MS = 10.0  # at 8 recipients, unloaded
+PG_P99_TARGET_MS = 20.0  # PostgreSQL on loopback, at 8 recipients
+IDLE_TARGET = 0.3  # percent of one core, an idle consumer's own
 BATCH = 100  # messages per claim
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+LOCATION_ENV = "MNEMARA_BENCH_BUS"  # the children's bus: not in argv, where ps shows it
 
 
 def switches() -> tuple[int, int]:
@@ -45,7 +53,7 @@ def switches() -> tuple[int, int]:
     return usage.ru_nvcsw, usage.ru_nivcsw
 
 
-async def recipient(path: Path, role: str, backend_options: dict[str, object]) -> None:
+async def recipient(path: str, role: str, backend_options: dict[str, object]) -> None:
     from peerbus import BusOptions, open_bus
 
     latencies: list[float] = []
@@ -85,36 +93,48 @@ async def recipient(path: Path, role: str, backend_options: dict[str, object]) -
     print(json.dumps(report), flush=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def produce_sqlite(args: argparse.Namespace, path: Path, roles: list[str]) -> None:
+    from peerbus import BusOptions
+    from peerbus.sqlite import close_bus, connect_bus, submit
+
+    bus = connect_bus(path, BusOptions(durable=not args.no_durable, writer_gate=not args.no_gate))
+    rng = random.Random(1)
+    start = time.monotonic()
+    for seq in range(args.messages):
+        due = start + seq / args.rate
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        submit(bus, "producer", rng.choice(roles), {"sent_at": time.time(), "seq": seq})
+    for role in roles:
+        submit(bus, "producer", role, {"stop": True})
+    close_bus(bus)
 
 
-def load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+async def produce_async(args: argparse.Namespace, location: str, roles: list[str]) -> None:
+    """The SQLite producer's schedule through the async API (PostgreSQL has no other)."""
+    import anyio
+
+    from peerbus import open_bus
+
+    async with open_bus(location) as bus:
+        rng = random.Random(1)
+        start = time.monotonic()
+        for seq in range(args.messages):
+            delay = start + seq / args.rate - time.monotonic()
+            if delay > 0:
+                await anyio.sleep(delay)
+            payload = {"sent_at": time.time(), "seq": seq}
+            await bus.submit("producer", rng.choice(roles), payload)
+        for role in roles:
+            await bus.submit("producer", role, {"stop": True})
 
 
-@dataclass(frozen=True)
-class Trial:
-    recipients: int
-    latencies_ms: list[float]
-    cpu: float  # seconds, summed over the recipient processes
-    claims: int  # claims made, and those that found nothing (a wake-up for nothing, or
-    empty: int  # the look after a batch that finds the inbox empty)
-    switches: int  # context switches of the recipients: voluntary (waits, locks) and
-    preempted: int  # involuntary (another process took the core)
+def run_trial(args: argparse.Namespace, count: int, pg: PgTarget | None = None) -> Trial:
+    """One trial on SQLite (a temp file), or on PostgreSQL when `pg` is given."""
+    import anyio
 
-    @property
-    def cpu_per_message_ms(self) -> float:
-        return self.cpu / max(1, len(self.latencies_ms)) * 1000
-
-    @property
-    def p99(self) -> float:
-        return percentile(self.latencies_ms, 0.99)
-
-
-def run_trial(args: argparse.Namespace, count: int) -> Trial:
-    from peerbus import BusOptions, close_bus, connect_bus, submit
+    from peerbus.sqlite import close_bus, connect_bus
 
     child_flags = [
         "--backend",
@@ -126,32 +146,28 @@ def run_trial(args: argparse.Namespace, count: int) -> Trial:
     ]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bus.sqlite"
-        close_bus(connect_bus(path))
+        if pg is None:
+            location = str(path)
+            close_bus(connect_bus(path))
+        else:
+            location = pg.fresh()
         roles = [f"r{i}" for i in range(count)]
+        server0 = None if pg is None else pg.server_cpu()
         procs = [
             subprocess.Popen(
-                [sys.executable, __file__, *child_flags, "--child", str(path), role],
+                [sys.executable, __file__, *child_flags, "--child", role],
                 stdout=subprocess.PIPE,
                 text=True,
+                env={**os.environ, LOCATION_ENV: location},
             )
             for role in roles
         ]
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        bus = connect_bus(
-            path, BusOptions(durable=not args.no_durable, writer_gate=not args.no_gate)
-        )
-        rng = random.Random(1)
-        start = time.monotonic()
-        for seq in range(args.messages):
-            due = start + seq / args.rate
-            delay = due - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            submit(bus, "producer", rng.choice(roles), {"sent_at": time.time(), "seq": seq})
-        for role in roles:
-            submit(bus, "producer", role, {"stop": True})
-        close_bus(bus)
+        if pg is None:
+            produce_sqlite(args, path, roles)
+        else:
+            anyio.run(produce_async, args, location, roles, backend=args.backend)
         latencies: list[float] = []
         cpu = 0.0
         claims = empty = voluntary = preempted = 0
@@ -164,15 +180,26 @@ def run_trial(args: argparse.Namespace, count: int) -> Trial:
             empty += int(report["empty"])
             voluntary += int(report["switches"])
             preempted += int(report["preempted"])
-    return Trial(count, [x * 1000 for x in latencies], cpu, claims, empty, voluntary, preempted)
+        server1 = None if pg is None else pg.server_cpu()
+    server = None if server0 is None or server1 is None else server1 - server0
+    ms = [x * 1000 for x in latencies]
+    return Trial(count, ms, cpu, claims, empty, voluntary, preempted, load(), server)
 
 
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="With --bus, the bench creates the bus tables in that database if it has "
+        "none, and empties them before each case (TRUNCATE); it refuses a database whose "
+        "bus already holds messages, recipients or keys unless --reset is given. Without "
+        "--bus it starts a throwaway PostgreSQL server (or runs SQLite alone when it cannot).",
+    )
+    parser.add_argument(
+        "--bus", metavar="URL", help="a postgresql:// URL to measure (default: a throwaway server)"
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="let the bench delete what the --bus bus holds"
+    )
     parser.add_argument(
         "--recipients", default="2,8", help="comma-separated recipient counts (default 2,8)"
     )
@@ -183,10 +210,33 @@ def main() -> None:
     parser.add_argument(
         "--no-durable", action="store_true", help="synchronous=NORMAL instead of FULL"
     )
-    parser.add_argument("--child", nargs=2, metavar=("PATH", "ROLE"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", metavar="ROLE", help=argparse.SUPPRESS)
     parser.add_argument("--no-gate", action="store_true", help="writer_gate=False")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=20.0,
+        help="the idle PostgreSQL consumer's measured window (0: skip; default 20)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--idle-warmup", type=float, default=10.0,
+        help="quiet seconds before that window (default 10)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.child:
+        return args
+    try:
+        args.counts = [int(c) for c in args.recipients.split(",")]
+    except ValueError:
+        parser.error("--recipients takes whole numbers separated by commas, such as 2,8")
+    if min(args.counts) < 1 or args.messages < 1 or args.rate <= 0 or args.poll_interval <= 0:
+        parser.error("--recipients and --messages must be >= 1, --rate and --poll-interval > 0")
+    if args.idle_seconds < 0 or args.idle_warmup < 0:
+        parser.error("--idle-seconds and --idle-warmup must be >= 0")
+    args.parser = parser
+    return args
 
+
+def main() -> None:
+    args = parse_args()
     if args.child:
         import anyio
 
@@ -195,50 +245,73 @@ def main() -> None:
             "durable": not args.no_durable,
             "writer_gate": not args.no_gate,
         }
-        anyio.run(recipient, Path(args.child[0]), args.child[1], options, backend=args.backend)
+        location = os.environ[LOCATION_ENV]
+        anyio.run(recipient, location, args.child, options, backend=args.backend)
         return
-
     try:
-        counts = [int(c) for c in args.recipients.split(",")]
-    except ValueError:
-        parser.error("--recipients takes whole numbers separated by commas, such as 2,8")
-    if min(counts) < 1 or args.messages < 1 or args.rate <= 0 or args.poll_interval <= 0:
-        parser.error("--recipients and --messages must be >= 1, --rate and --poll-interval > 0")
+        with open_pg_target(args.bus, args.reset) as pg:
+            run(args, pg)
+    except TargetError as exc:
+        args.parser.error(str(exc))
+
+
+def run(args: argparse.Namespace, pg: PgTarget | str) -> None:
+    import anyio
+
     print(
         f"messages={args.messages} rate={args.rate}/s backend={args.backend} "
         f"poll_interval={args.poll_interval * 1000:.0f}ms "
         f"submits synchronous={'NORMAL' if args.no_durable else 'FULL'} "
         f"writer_gate={not args.no_gate}"
     )
+    where = pg if isinstance(pg, str) else pg.describe
+    skipped = isinstance(pg, str)
+    print(f"postgresql: {'SKIPPED: ' if skipped else ''}{where}")
+    print("[sqlite, a temp file]")
+    before = [load() for _ in args.counts]
     trials: list[Trial] = []
-    for count in counts:
-        before = load()
-        trial = run_trial(args, count)
-        trials.append(trial)
-        ms = trial.latencies_ms
-        print(f"recipients={count}: delivered {len(ms)}/{args.messages}  ({before} -> {load()})")
-        print(
-            f"  latency ms: p50 {percentile(ms, 0.5):.1f}  p90 {percentile(ms, 0.9):.1f}  "
-            f"p99 {trial.p99:.1f}  max {max(ms):.1f}  mean {statistics.mean(ms):.1f}"
-        )
-        print(
-            f"  recipients' CPU {trial.cpu:.2f} s = {trial.cpu_per_message_ms:.3f} ms "
-            f"per delivered message; {trial.claims} claims, {trial.empty} empty; "
-            f"context switches {trial.switches}, preempted {trial.preempted}"
-        )
-    if len(trials) >= 2:
-        low, high = trials[0], trials[-1]
-        ratio = high.cpu_per_message_ms / low.cpu_per_message_ms
-        print(
-            f"cpu per message {high.recipients} vs {low.recipients} = {ratio:.2f}x "
-            f"(<= {CPU_RATIO_TARGET}x): {verdict(ratio <= CPU_RATIO_TARGET)}  ({load()})"
-        )
+    for i, count in enumerate(args.counts):
+        before[i] = load()
+        trials.append(run_trial(args, count))
+    print_trials(args, trials, before)
     for trial in trials:
         if trial.recipients == 8:
             print(
                 f"p99 at 8 recipients = {trial.p99:.1f} ms (<= {P99_TARGET_MS:.0f} ms): "
                 f"{verdict(trial.p99 <= P99_TARGET_MS)}  ({load()})"
             )
+    if isinstance(pg, str):
+        print(f"[postgresql SKIPPED: {pg}]")
+        return
+    print("[postgresql, the producer submitting through the async API]")
+    pg_trials: list[Trial] = []
+    for i, count in enumerate(args.counts):
+        before[i] = load()
+        pg_trials.append(run_trial(args, count, pg))
+    print_trials(args, pg_trials, before)
+    print_side_by_side(trials, pg_trials)
+    eights = [t for t in pg_trials if t.recipients == 8]
+    for trial in eights:
+        print(
+            f"postgresql delivery p99 at 8 recipients = {trial.p99:.1f} ms "
+            f"(<= {PG_P99_TARGET_MS:.0f} ms): {passed(trial.p99 <= PG_P99_TARGET_MS)}  "
+            f"({trial.load})"
+        )
+    if not eights:
+        print("postgresql delivery p99 at 8 recipients: not measured (--recipients has no 8)")
+    if args.idle_seconds > 0:
+        location = pg.fresh()
+        share, wakes = anyio.run(
+            idle, location, args.idle_seconds, args.idle_warmup, {}, backend=args.backend
+        )
+        floor = anyio.run(bare_sleep, args.idle_seconds, backend=args.backend)
+        own = (share - floor) * 100
+        print(
+            f"postgresql idle consumer over {args.idle_seconds:.0f} s (after "
+            f"{args.idle_warmup:.0f} s quiet): CPU {share * 100:.2f}% of a core, a bare sleep "
+            f"{floor * 100:.2f}%, the waiter's own {own:.2f}% (< {IDLE_TARGET}%): "
+            f"{passed(own < IDLE_TARGET)}  (wake-ups: {wakes}; {load()})"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from pathlib import Path
 
 
 def writer(path: Path, name: str, count: int, gate: bool) -> None:
-    from peerbus import BusBusyError, BusOptions, close_bus, connect_bus, submit
+    from peerbus import BusBusyError, BusOptions
+    from peerbus.sqlite import close_bus, connect_bus, submit
 
     bus = connect_bus(path, BusOptions(writer_gate=gate))
     waits: list[float] = []
@@ -54,7 +55,7 @@ def main() -> None:
         writer(Path(args.child[0]), args.child[1], args.messages, not args.no_gate)
         return
 
-    from peerbus import close_bus, connect_bus
+    from peerbus.sqlite import close_bus, connect_bus
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bus.sqlite"

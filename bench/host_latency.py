@@ -40,7 +40,7 @@ async def main(rounds: int) -> None:
     from panels.hostdb.catalogue import ToolCalled, TurnStarted, VerbApplied
     from panels.hostdb.verbs import Input, SetInbox
     from panels.team import parse_team
-    from peerbus import close_bus, connect_bus, submit
+    from peerbus.sqlite import close_bus, connect_bus, submit
     from runtime.driver import Done, TextDelta, ToolCall, Usage
     from runtime.scripted import ScriptedDriver
 
@@ -81,7 +81,7 @@ async def main(rounds: int) -> None:
     busy, quiet, via_control, between = [], [], [], []
     async with anyio.create_task_group() as tg:
         await tg.start(host.serve)
-        bus = connect_bus(team.bus_path)
+        bus = connect_bus(Path(team.bus))
         viewer = connect(team.hostdb_path)
         for pause, samples in ((0.05, busy), (1.5, quiet)):
             for i in range(rounds):

@@ -59,7 +59,7 @@ from soak_team import Workspace, make_workspace
 
 from panels.host.delivery import OPERATOR
 from panels.host.process import read_pid_record
-from peerbus import Bus, open_bus
+from peerbus import BusBackend, open_bus
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).resolve()
@@ -174,7 +174,7 @@ class Run:
                 flush=True,
             )
 
-    async def submit(self, bus: Bus, count: int, delay: float = 0.0) -> None:
+    async def submit(self, bus: BusBackend, count: int, delay: float = 0.0) -> None:
         await anyio.sleep(delay)
         for _ in range(count):
             text = op_text(self.submitted, cli=self.settings.cli)
@@ -235,7 +235,7 @@ class Run:
         }
         return aims[kind]
 
-    async def killed_life(self, kind: str, bus: Bus, ops: int) -> None:
+    async def killed_life(self, kind: str, bus: BusBackend, ops: int) -> None:
         """One life, killed with SIGKILL at a moment of `kind`; `ops` are submitted meanwhile."""
         s = self.settings.timing
         async with self.child(kind) as proc, anyio.create_task_group() as tg:
@@ -296,7 +296,7 @@ class Run:
         changed = time.monotonic()
         while time.monotonic() < end and proc.returncode is None:
             try:
-                conn = connect_ro(self.ws.team.bus_path)
+                conn = connect_ro(Path(self.ws.team.bus))
                 try:
                     pending = pending_now(conn)
                     rows = int(conn.execute("SELECT count(*) FROM returns").fetchone()[0])
@@ -322,14 +322,14 @@ class Run:
 async def soak(settings: Settings, root: Path) -> dict[str, Any]:
     ws = make_workspace(root, cli=settings.cli, messages=settings.messages)
     probe = Probe(
-        marks=ws.marks, hostdb=ws.team.hostdb_path, bus=ws.team.bus_path, turns=ws.turns()
+        marks=ws.marks, hostdb=ws.team.hostdb_path, bus=Path(ws.team.bus), turns=ws.turns()
     )
     plan = kill_plan(random.Random(settings.seed), settings.kills)
     # One chunk of ops before each killed life: every life has work to be killed in.
     parts = chunks(settings.messages, settings.kills)
     with ws.log.open("ab") as log:
         run = Run(settings, ws, probe, log, child_env(ws), random.Random(settings.seed + 1))
-        async with open_bus(ws.team.bus_path) as bus:
+        async with open_bus(Path(ws.team.bus)) as bus:
             for kind, ops in zip(plan, parts, strict=False):
                 if run.remaining() <= 0:
                     run.deadline_hit = True
@@ -344,7 +344,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
             run.deadline_hit = True
     probe.close()
     leftovers = await settle_leftovers(ws)
-    state = read_state(ws.team.bus_path, ws.team.hostdb_path, ws.turns())
+    state = read_state(Path(ws.team.bus), ws.team.hostdb_path, ws.turns())
     # Derived messages (a forward per op, a reply per forward) are owed by the scripted
     # drivers only: the CLI's static rules forward one op per turn.
     invariants = check_all(state, derived=not settings.cli)

@@ -1,16 +1,27 @@
 """peerbus: the `returns` table as a message bus that never loses a message.
 
-Async use (the host): `open_bus(path)` -> `Bus`; `claim`, `render_batch`, commit the turn,
-then `ack`. Sync use (CLI, scripts, tests): `connect_bus(path)` -> `BusFile`, and the same
-operations as plain functions over it. Imports nothing from the rest of mnemara.
+`open_bus(location)` opens a bus for an `async with` block and yields a `BusBackend`: the
+SQLite backend for a path or a `sqlite:///` URL (peerbus/sqlite/), the PostgreSQL backend
+for a `postgresql://` URL (peerbus/postgres/). The host's loop: `claim`, `render_batch`,
+commit the turn, then `ack`. What is here at the top (model, routing, payload, render,
+errors) is pure and shared by the backends. Imports nothing from the rest of mnemara, and
+no backend until one is opened.
 """
 
-from peerbus.bus import Bus, open_bus, read_original_watermark
-from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus
-from peerbus.claim import claim_batch
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from peerbus.backend import BusBackend
+from peerbus.dump import BusDump
 from peerbus.errors import (
     BusBusyError,
     BusConfigError,
+    BusLocationError,
     BusOpenError,
     ForeignSchemaError,
     InvalidKeyError,
@@ -23,7 +34,7 @@ from peerbus.errors import (
     SchemaTooNewError,
     SidecarLostError,
 )
-from peerbus.maintenance import prune, retry
+from peerbus.location import Location, parse_location, redact
 from peerbus.model import (
     DEFAULT_SILENT_TYPES,
     BusOptions,
@@ -31,33 +42,53 @@ from peerbus.model import (
     Claim,
     DeadLetter,
     Message,
+    Outgoing,
     Pending,
     RecipientStats,
     Record,
     SettleResult,
 )
-from peerbus.queries import dead_letters, history, inbox, settled, stats
+from peerbus.original import read_original_watermark
 from peerbus.render import render_batch
-from peerbus.settle import ack, extend, fail, nack
-from peerbus.submit import Outgoing, register, submit, submit_many
-from peerbus.waiter import ChangeWaiter
-from peerbus.watch import watched_paths
+
+
+@asynccontextmanager
+async def open_bus(
+    location: str | Path, *, options: BusOptions | None = None, **overrides: Any
+) -> AsyncIterator[BusBackend]:
+    """Open the bus at `location` for the block; keyword overrides replace `options` fields."""
+    if "silent_types" in overrides:
+        overrides["silent_types"] = frozenset(overrides["silent_types"])
+    opts = dataclasses.replace(options or BusOptions(), **overrides)
+    where = parse_location(location)
+    if where.scheme == "postgresql":
+        from peerbus.postgres import open_pg_bus
+
+        async with open_pg_bus(where.target, opts) as pg:
+            yield pg
+    else:
+        from peerbus.sqlite import open_sqlite_bus
+
+        async with open_sqlite_bus(where.path, opts) as bus:
+            yield bus
+
 
 __all__ = [
     "DEFAULT_SILENT_TYPES",
-    "Bus",
+    "BusBackend",
     "BusBusyError",
     "BusConfigError",
-    "BusFile",
+    "BusDump",
+    "BusLocationError",
     "BusOpenError",
     "BusOptions",
     "BusStats",
-    "ChangeWaiter",
     "Claim",
     "DeadLetter",
     "ForeignSchemaError",
     "InvalidKeyError",
     "InvalidRoleError",
+    "Location",
     "Message",
     "Outgoing",
     "PayloadEncodingError",
@@ -71,26 +102,9 @@ __all__ = [
     "SchemaTooNewError",
     "SettleResult",
     "SidecarLostError",
-    "ack",
-    "bus_identity",
-    "claim_batch",
-    "close_bus",
-    "connect_bus",
-    "dead_letters",
-    "extend",
-    "fail",
-    "history",
-    "inbox",
-    "nack",
     "open_bus",
-    "prune",
+    "parse_location",
     "read_original_watermark",
-    "register",
+    "redact",
     "render_batch",
-    "retry",
-    "settled",
-    "stats",
-    "submit",
-    "submit_many",
-    "watched_paths",
 ]

@@ -36,6 +36,10 @@ class BusConfigError(PeerbusError):
         self.option = option
 
 
+class BusLocationError(PeerbusError):
+    """Raised when a bus location is neither a path nor a URL of a backend peerbus has."""
+
+
 class BusOpenError(PeerbusError):
     """Raised when a file cannot be opened, migrated or attached as a bus."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -202,3 +203,21 @@ class BusStats:
     schema_version: int
     rows_by_status: dict[str, int]
     recipients: tuple[RecipientStats, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to submit. `recipient` None is a broadcast."""
+
+    recipient: str | None
+    payload: dict[str, Any]
+    topic: str | None = None
+    # The recipient epoch this message is meant for; None: the recipient's current epoch.
+    recipient_epoch: int | None = None
+    # Idempotency key: a second submit with the same key writes nothing, returns the first id.
+    key: str | None = None
+
+
+def iso(ts: float) -> str:
+    """A bus timestamp: UTC ISO 8601 with milliseconds, as every backend stores it."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")

@@ -146,3 +146,12 @@ def render_batch(messages: Sequence[Message], *, max_tokens: int | None = None) 
 def message_tokens(message: Message) -> int:
     """The budget cost of one message, as rendered (nonce-sized markers included)."""
     return estimate_tokens(render_message(message, "0" * 16))
+
+
+def cell_text(value: object) -> str:
+    """A column's value as text: NULL as "", bytes decoded (bad bytes replaced)."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

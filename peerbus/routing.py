@@ -17,11 +17,12 @@ failed before alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from peerbus.model import BusOptions, Message
-from peerbus.payload import Refusal, decode_payload
+from peerbus.payload import Refusal, check_role, decode_payload
 from peerbus.render import message_tokens
 
 
@@ -133,3 +134,34 @@ def _message(row: Candidate, payload: dict[str, object], epoch: int) -> Message:
 
 def _plan(b: _Builder, *, full: bool, examined: int) -> Plan:
     return Plan(tuple(b.deliver), tuple(b.noise), tuple(b.failed), full, examined)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One recipient and the senders whose broadcasts it takes (None: every sender)."""
+
+    recipient: str
+    senders: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, recipient: str, senders: Collection[str] | None) -> Route:
+        check_role(recipient, field="recipient")
+        if senders is None:
+            return cls(recipient, None)
+        if isinstance(senders, str):
+            senders = [s for s in senders.split(",") if s.strip()]
+        return cls(
+            recipient, tuple(sorted({check_role(s.strip(), field="sender") for s in senders}))
+        )
+
+    @property
+    def senders_json(self) -> str | None:
+        return None if self.senders is None else json.dumps(list(self.senders))
+
+    def params(self, after: int) -> dict[str, object]:
+        return {
+            "me": self.recipient,
+            "after": after,
+            "all_senders": 1 if self.senders is None else 0,
+            "senders": self.senders_json or "[]",
+        }

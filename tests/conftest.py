@@ -13,6 +13,7 @@ from runtime.config import InstanceConfig, load_config, save_config
 from runtime.driver import Decision, ToolCallRequest
 from runtime.home import InstancePaths
 from runtime.store import TurnStore
+from tests.pgcluster import pg_cluster, pg_url  # noqa: F401 (the PostgreSQL fixtures, for any test)
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -87,3 +88,19 @@ def _cli_children() -> list[str]:
 def cli_children() -> Callable[[], list[str]]:
     """The command lines of this process's children that are Claude Code CLIs (/proc)."""
     return _cli_children
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say it loudly, at the end of the run, when the PostgreSQL bus suite did not run."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    count = sum(1 for report in skipped if "PostgreSQL bus suite" in str(report.longrepr))
+    if count:
+        bar = "!" * 78
+        terminalreporter.write_line(bar, red=True, bold=True)
+        terminalreporter.write_line(
+            f"PostgreSQL is not installed: {count} test(s) of the PostgreSQL bus were SKIPPED "
+            "(apt-get install postgresql)",
+            red=True,
+            bold=True,
+        )
+        terminalreporter.write_line(bar, red=True, bold=True)

@@ -1,19 +1,18 @@
 """`mnemara bus`: send, read and repair messages on a team's bus from a shell or a script.
 
-peerbus is imported inside the commands so `mnemara --help` stays fast. Every command
-takes `--db FILE` or `--team/-t NAME` and prints JSON with `--json`. Recipients are panels
-(`--panel/-p`); the old spellings (`--to`, `--role`, `--recipient`, `bus inbox NAME`) still
-work. Payloads and roles read from the bus are untrusted text: control characters are
-stripped before they reach the terminal. Errors are one line on stderr and an exit code
-(panels/cli/errors.py), never a traceback.
+peerbus is imported inside the commands so `mnemara --help` stays fast. Every command takes
+`--db FILE|URL` (SQLite or PostgreSQL) or `--team/-t NAME` and prints JSON with `--json`.
+Recipients are panels (`--panel/-p`); the old spellings (`--to`, `--role`, `--recipient`,
+`bus inbox NAME`) still work. Payloads and roles read from the bus are untrusted text:
+control characters are stripped before they reach the terminal. Errors are one line on
+stderr and an exit code (panels/cli/errors.py), never a traceback.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,14 +23,12 @@ from panels.cli.busio import (
     TeamOpt,
     clean,
     emit,
-    notes_once,
     one_of,
-    opened,
     plain,
     record_line,
-    resolve_path,
+    with_bus,
 )
-from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.errors import EXIT_BUS, EXIT_USAGE, fail, reports_errors
 from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS, Command, not_negative
 
@@ -44,6 +41,9 @@ bus_app = typer.Typer(
     rich_markup_mode=None,
     context_settings=HELP_OPTIONS,
 )
+
+if TYPE_CHECKING:
+    from peerbus import BusBackend, Pending
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 
@@ -89,10 +89,9 @@ def send(
         ) from None
     except ValueError as exc:
         raise fail(f"the payload is not JSON ({exc}); give a JSON object", EXIT_USAGE) from None
-    from peerbus import submit
-
-    with opened(db, team, create=True) as bus:
-        ident = submit(bus, sender, panel, value, topic=topic)
+    ident = with_bus(
+        db, team, lambda bus: bus.submit(sender, panel, value, topic=topic), create=True
+    )
     emit({"id": ident}, as_json, lambda d: f"sent message {d['id']}")
 
 
@@ -122,15 +121,17 @@ def inbox(
     Operator input waiting for the panel (its route NAME@operator) is listed first, marked.
     """
     from panels.host.delivery import operator_route
-    from peerbus import inbox as read_inbox
 
     name = one_of(panel, recipient, "PANEL")
     if name is None:
         raise fail("name the panel: `mnemara bus inbox --panel NAME`", EXIT_USAGE)
     roles = None if senders is None else [s for s in senders.split(",") if s.strip()]
-    with opened(db, team, inspect=True) as bus:
-        operator = read_inbox(bus, operator_route(name), senders=[], limit=limit)
-        peers = read_inbox(bus, name, senders=roles, limit=limit)
+
+    async def read(bus: BusBackend) -> tuple[list[Pending], list[Pending]]:
+        operator = await bus.inbox(operator_route(name), senders=[], limit=limit)
+        return operator, await bus.inbox(name, senders=roles, limit=limit)
+
+    operator, peers = with_bus(db, team, read, inspect=True)
     items = [{**plain(p), "operator_input": True} for p in operator] + [
         {**plain(p), "operator_input": False} for p in peers
     ]
@@ -195,67 +196,51 @@ def tail(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the newest rows; with --follow, print new ones as they arrive (JSON lines)."""
-    import anyio
 
-    from peerbus import history
+    async def show(bus: BusBackend) -> None:
+        import anyio
 
-    with opened(db, team, inspect=True) as bus:
-        if after is None:
-            rows = history(bus, limit=limit, role=panel) if limit else []
-            newest = history(bus, limit=1)
-            after = newest[-1].id if newest else 0
+        start = after
+        if start is None:
+            rows = await bus.history(limit=limit, role=panel) if limit else []
+            newest = await bus.history(limit=1)
+            start = newest[-1].id if newest else 0
         else:
-            rows = history(bus, after=after, limit=500, role=panel)
-    printed = 0
-    for row in rows:
-        emit(row, as_json, record_line)
-        after = max(after, row.id)
-        printed += 1
-    if not rows and not follow and not as_json:
-        typer.echo("(no messages on this bus yet)" if limit else "(nothing asked for: -n 0)")
-    if follow and (count is None or printed < count):
-        left = None if count is None else count - printed
-        path, start = resolve_path(db, team), after
-
-        async def follow_until_timeout() -> None:
+            rows = await bus.history(after=start, limit=500, role=panel)
+        for row in rows:
+            emit(row, as_json, record_line)
+            start = max(start, row.id)
+        if not rows and not follow and not as_json:
+            typer.echo("(no messages on this bus yet)" if limit else "(nothing asked for: -n 0)")
+        if follow and (count is None or len(rows) < count):
+            left = None if count is None else count - len(rows)
             with anyio.move_on_after(timeout):
-                await _follow(path, start, panel, left, as_json)
+                await _follow(bus, start, panel, left, as_json)
 
-        with notes_once():
-            anyio.run(follow_until_timeout)
+    with_bus(db, team, show, inspect=True)
 
 
 async def _follow(
-    path: Path,
-    last: int,
-    role: str | None,
-    count: int | None,
-    as_json: bool,
+    bus: BusBackend, last: int, role: str | None, count: int | None, as_json: bool
 ) -> None:
-    from peerbus import open_bus
-
-    async with open_bus(path, inspect_only=True) as bus:
-        while True:
-            # Taken before the read: a row committed during it still wakes the wait.
-            since = await bus.generation()
-            for row in await bus.history(after=last, limit=500, role=role):
-                emit(row, as_json, record_line)
-                last = row.id
-                if count is not None:
-                    count -= 1
-                    if count <= 0:
-                        return
-            await bus.wait_for_change(3600, since=since)
+    while True:
+        # Taken before the read: a row committed during it still wakes the wait.
+        since = await bus.generation()
+        for row in await bus.history(after=last, limit=500, role=role):
+            emit(row, as_json, record_line)
+            last = row.id
+            if count is not None:
+                count -= 1
+                if count <= 0:
+                    return
+        await bus.wait_for_change(3600, since=since)
 
 
 @bus_app.command(cls=Command)
 @reports_errors
 def stats(db: DbOpt = None, team: TeamOpt = None, as_json: JsonOpt = False) -> None:
     """Rows by status, and per recipient: epoch, waiting, leased, done, failed, noise."""
-    from peerbus import stats as read_stats
-
-    with opened(db, team, inspect=True) as bus:
-        result = read_stats(bus)
+    result = with_bus(db, team, lambda bus: bus.stats(), inspect=True)
     if as_json:
         emit(result, True, str)
         return
@@ -286,10 +271,11 @@ def dead(
     as_json: JsonOpt = False,
 ) -> None:
     """List dead letters: messages given up for a panel, with the reason."""
-    from peerbus import dead_letters
-
-    with opened(db, team) as bus:
-        items = dead_letters(bus, recipient=panel, limit=limit) if limit else []
+    items = (
+        with_bus(db, team, lambda bus: bus.dead_letters(recipient=panel, limit=limit))
+        if limit
+        else []
+    )
     emit(
         items,
         as_json,
@@ -327,10 +313,7 @@ def retry(
         raise fail("name message ids, --panel NAME, or --all", EXIT_USAGE)
     if ids and any(i < 1 for i in ids):
         raise fail("message ids are 1 or more", EXIT_USAGE)
-    from peerbus import retry as retry_dead
-
-    with opened(db, team) as bus:
-        moved = retry_dead(bus, ids=ids or None, recipient=panel)
+    moved = with_bus(db, team, lambda bus: bus.retry(ids=ids or None, recipient=panel))
     emit({"retried": moved}, as_json, lambda d: f"retried {d['retried']} dead letter(s)")
 
 
@@ -359,9 +342,62 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete done rows older than --older-than. Pending rows and dead letters are kept."""
-    from peerbus import prune as prune_done
-
     seconds = parse_duration(older_than)
-    with opened(db, team) as bus:
-        deleted = prune_done(bus, older_than=seconds)
+    deleted = with_bus(db, team, lambda bus: bus.prune(older_than=seconds))
     emit({"deleted": deleted}, as_json, lambda d: f"deleted {d['deleted']} done row(s)")
+
+
+@bus_app.command(cls=Command)
+@reports_errors
+def migrate(
+    target: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="FILE|URL",
+            help="Where to copy it: a new SQLite file, or an empty postgresql:// database.",
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", metavar="FILE|URL", help="The bus to copy: a SQLite file or a URL."),
+    ] = None,
+    team: TeamOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a whole bus (--from, or a team's with --team) to another place or backend:
+    messages with their ids, receipts, leases, dead letters, sent keys and the bus
+    identity, so no panel sees a message twice.
+
+    Stop the team's host first: what is sent during the copy stays behind. The source is
+    only read; the target must hold no messages yet. Then point the team file's `bus` at
+    the target.
+    """
+    from peerbus import BusDump, parse_location, redact
+
+    async def read(bus: BusBackend) -> BusDump:
+        return await bus.export_dump()
+
+    if (source is None) == (team is None):
+        raise fail("give exactly one of --from FILE|URL or --team NAME", EXIT_USAGE)
+    if source is not None and parse_location(source) == parse_location(target):
+        raise fail("--from and --to name the same bus", EXIT_USAGE)
+    whole = with_bus(source, team, read, inspect=True)
+
+    async def write(bus: BusBackend) -> BusDump:
+        await bus.import_dump(whole)
+        return await bus.export_dump()
+
+    copied = with_bus(target, None, write, create=True)
+    if copied.summary() != whole.summary() or copied.bus_id != whole.bus_id:
+        raise fail(
+            f"the copy at {redact(target)} does not match: {copied.summary()} against "
+            f"{whole.summary()}; do not use it",
+            EXIT_BUS,
+        )
+    origin = redact(source) if source is not None else f"team {team}"
+    emit(
+        {"from": origin, "to": redact(target), "copied": whole.summary()},
+        as_json,
+        lambda d: f"copied {d['copied']} from {d['from']} to {d['to']}",
+    )

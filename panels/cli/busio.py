@@ -1,19 +1,20 @@
 """How the `mnemara bus` commands find, open and print a bus.
 
-A bus is named by `--db FILE` or `--team/-t NAME` (exactly one; a team's bus is found as
-panels/cli/teams.py says). Text read from the bus is untrusted: control characters are
-stripped before it reaches the terminal. Listings say so when they are empty; `--json`
-output stays JSON (an empty list).
+A bus is named by `--db FILE|URL` or `--team/-t NAME` (exactly one; a team's bus is found
+as panels/cli/teams.py says). Commands reach it through `with_bus`, which opens it with
+`peerbus.open_bus` (SQLite or PostgreSQL alike) for one async call. Text read from the bus
+is untrusted: control characters are stripped before it reaches the terminal. Listings say
+so when they are empty; `--json` output stays JSON (an empty list).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -21,11 +22,17 @@ from panels.cli.errors import EXIT_BUS, EXIT_USAGE, fail
 from panels.cli.options import not_negative
 
 if TYPE_CHECKING:
-    from peerbus import BusFile
+    from peerbus import BusBackend
+
+T = TypeVar("T")
 
 DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", metavar="FILE", help="The bus SQLite file.", dir_okay=False),
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="FILE|URL",
+        help="The bus: a SQLite file (or sqlite:/// URL), or a postgresql:// URL.",
+    ),
 ]
 TeamOpt = Annotated[
     str | None,
@@ -43,16 +50,16 @@ LimitOpt = Annotated[
 ]
 
 
-def resolve_path(db: Path | None, team: str | None) -> Path:
-    """The bus file named by --db or --team (exactly one)."""
+def resolve_location(db: str | None, team: str | None) -> str:
+    """The bus named by --db or --team (exactly one): a file path or a URL."""
     if (db is None) == (team is None):
-        raise fail("give exactly one of --db FILE or --team NAME", EXIT_USAGE)
+        raise fail("give exactly one of --db FILE|URL or --team NAME", EXIT_USAGE)
     if db is not None:
         return db
-    from panels.cli.teams import bus_path
+    from panels.cli.teams import bus_location
 
     assert team is not None
-    return bus_path(team)
+    return bus_location(team)
 
 
 def one_of(new: str | None, old: str | None, spelling: str) -> str | None:
@@ -62,30 +69,46 @@ def one_of(new: str | None, old: str | None, spelling: str) -> str | None:
     return new if new is not None else old
 
 
-@contextmanager
-def opened(
-    db: Path | None, team: str | None, *, create: bool = False, inspect: bool = False
-) -> Iterator[BusFile]:
-    """Open the bus for one command (peerbus errors are reported with exit code 9).
+def with_bus(
+    db: str | None,
+    team: str | None,
+    work: Callable[[BusBackend], Awaitable[T]],
+    *,
+    create: bool = False,
+    inspect: bool = False,
+) -> T:
+    """Open the bus for one command, run `work` on it and close it (peerbus errors are
+    reported with exit code 9).
 
-    `inspect`: a read-only command, which must not create (or reset) a foreign table's
-    sidecar. peerbus's notes (the compatibility notice) are printed once, by `notes_once`.
+    `create`: the command may make a new SQLite bus file. `inspect`: a read-only command,
+    which must not create (or reset) a foreign table's sidecar. peerbus's notes (the
+    compatibility notice) are printed once, by `notes_once`.
     """
-    from peerbus import BusOptions, close_bus, connect_bus
+    import anyio
 
-    path = resolve_path(db, team)
+    from peerbus import open_bus, parse_location
+
+    location = resolve_location(db, team)
+    where = parse_location(location)
+    if where.scheme == "sqlite":
+        check_file(where.path, create=create)
+
+    async def run() -> T:
+        async with open_bus(location, inspect_only=inspect) as bus:
+            return await work(bus)
+
+    with notes_once():
+        return anyio.run(run)
+
+
+def check_file(path: Path, *, create: bool) -> None:
+    """A SQLite bus file the command can open, or a one-line error saying what to do."""
     if path.is_dir():
         raise fail(f"{path} is a directory; give the bus file inside it", EXIT_USAGE)
     if not create and not path.is_file():
         raise fail(f"no bus at {path}; check --db / --team, or send a message first", EXIT_BUS)
     if not path.parent.is_dir():
         raise fail(f"folder {path.parent} does not exist; create it first", EXIT_BUS)
-    with notes_once():
-        bus = connect_bus(path, BusOptions(inspect_only=inspect))
-        try:
-            yield bus
-        finally:
-            close_bus(bus)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ applied when one starts, so operator input is never lost.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -209,18 +208,23 @@ def inbox(
     give(team, make_verb("inbox", panel, on=state == "on"))
 
 
-def _waiting(bus_path: str, route: str, senders: list[str] | None) -> list[Any]:
-    """What waits for `route` on the bus at `bus_path` (nothing when there is no such file)."""
-    from peerbus import close_bus, connect_bus
-    from peerbus import inbox as read_inbox
+def _waiting(location: str, route: str, senders: list[str] | None) -> list[Any]:
+    """What waits for `route` on the bus at `location` (nothing when there is no such file)."""
+    import anyio
 
-    if not bus_path or not Path(bus_path).is_file():
+    from peerbus import open_bus, parse_location
+
+    if not location:
         return []
-    bus = connect_bus(Path(bus_path))
-    try:
-        return list(read_inbox(bus, route, senders=senders, limit=50))
-    finally:
-        close_bus(bus)
+    where = parse_location(location)
+    if where.scheme == "sqlite" and not where.path.is_file():
+        return []
+
+    async def read() -> list[Any]:
+        async with open_bus(location, inspect_only=True) as bus:
+            return list(await bus.inbox(route, senders=senders, limit=50))
+
+    return anyio.run(read)
 
 
 def _list_inbox(team: str, panel: str) -> None:
@@ -238,10 +242,9 @@ def _list_inbox(team: str, panel: str) -> None:
         raise _no_panel(panel, team)
     state = "on" if rows[panel].inbox else "off"
     # Operator input waits on the host's own bus: the team's, unless that one is foreign.
-    bus_path = meta.get("bus", "")
-    operator_path = meta.get("operator_bus") or bus_path
-    operator = _waiting(operator_path, operator_route(panel), senders=[])
-    peers = _waiting(bus_path, panel, senders=None)
+    bus = meta.get("bus", "")
+    operator = _waiting(meta.get("operator_bus") or bus, operator_route(panel), senders=[])
+    peers = _waiting(bus, panel, senders=None)
     waiting = [(item, True) for item in operator] + [(item, False) for item in peers]
     typer.echo(f"{panel}: delivery of peer messages is {state}; {len(waiting)} waiting")
     if not waiting:

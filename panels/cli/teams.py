@@ -81,14 +81,15 @@ def running_pid(state: Path) -> int | None:
     return pid if pid is not None and pid_alive(pid) else None
 
 
-def bus_path(team: str) -> Path:
-    """The bus file of a team: its team file's, the one its host recorded, or the default."""
+def bus_location(team: str) -> str:
+    """The bus of a team (a file path or a URL): its team file's, the one its host recorded,
+    or the default file."""
     from panels.hostdb import connect, get_meta
 
     if is_team_file(team):
         from panels.team import load_team
 
-        return load_team(team).bus_path
+        return load_team(team).bus
     _, state = team_state(team)
     if (state / "host.sqlite").is_file():
         conn = connect(state / "host.sqlite", create=False)
@@ -97,5 +98,5 @@ def bus_path(team: str) -> Path:
         finally:
             conn.close()
         if recorded:
-            return Path(recorded)
-    return state / "bus.sqlite"
+            return recorded
+    return str(state / "bus.sqlite")

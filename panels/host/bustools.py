@@ -102,7 +102,7 @@ def _ack(runner: PanelRunner) -> Handler:
         message = runner.seen.get(ident)
         if message is None:
             return ToolOutput(f"message {ident} was not delivered to you", is_error=True)
-        silent = runner.host.bus.file.options.silent_types
+        silent = runner.host.bus.options.silent_types
         if message.type in silent:
             return ToolOutput(
                 f"message {ident} is itself an acknowledgement ({message.type}); "

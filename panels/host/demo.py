@@ -119,7 +119,7 @@ async def run_demo(
                         quiet = await _until_quiet(host, quiet_for)
                     helpers.cancel_scope.cancel()
             host.request_stop()
-    claimed = await _claimed(team.bus_path)
+    claimed = await _claimed(team.bus)
     runners = host.panels
     halted = runners["engineer"].halt is not None if "engineer" in runners else False
     seconds = anyio.current_time() - started
@@ -181,9 +181,9 @@ async def _until_quiet(host: Host, quiet_for: float) -> bool:
             since = None
 
 
-async def _claimed(bus_path: Path) -> int:
+async def _claimed(location: str) -> int:
     from peerbus import open_bus
 
-    async with open_bus(bus_path) as bus:
+    async with open_bus(location) as bus:
         stats = await bus.stats()
     return sum(r.leased for r in stats.recipients)

@@ -58,7 +58,7 @@ from panels.hostdb.catalogue import (
 from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
 from panels.watchdog import DigestSettings, watchdog_tools
-from peerbus import Bus, BusOptions, open_bus
+from peerbus import BusBackend, BusOptions, open_bus, redact
 from runtime.driver import ToolSpec
 from runtime.guard.budget import Spend
 from runtime.lease import Lease, LeaseOwner, acquire_lease
@@ -151,7 +151,7 @@ class Host:
             }
             if self.team.silent_types is not None:
                 bus_options["silent_types"] = self.team.silent_types
-            bus = await stack.enter_async_context(open_bus(self.team.bus_path, **bus_options))
+            bus = await stack.enter_async_context(open_bus(self.team.bus, **bus_options))
             operator_bus = bus
             own = operator_bus_path(self.team)
             if own is not None:
@@ -228,7 +228,11 @@ class Host:
         return found
 
     def _build(
-        self, bus: Bus, operator_bus: Bus, drivers: DriverFactory, shared: Memory | None = None
+        self,
+        bus: BusBackend,
+        operator_bus: BusBackend,
+        drivers: DriverFactory,
+        shared: Memory | None = None,
     ) -> None:
         log = EventLog(self.db, interval=self.log_interval)
         for listener in self.listeners:
@@ -272,12 +276,12 @@ class Host:
                  for spec, lease in zip(self.team.panels, leases, strict=True)}  # fmt: skip
         files |= {f"role:{spec.name}": str(spec.role or "") for spec in self.team.panels}
         await self.db.set_meta({"team": self.team.name, "pid": str(os.getpid()),
-                                "bus": str(self.team.bus_path), "started": str(time.time()),
-                                "operator_bus": str(self.services.operator_bus.file.path),
+                                "bus": redact(self.team.bus), "started": str(time.time()),
+                                "operator_bus": self.services.operator_bus.location,
                                 "source": str(self.team.source or ""), **files,
                                 **budget_meta(self.team)})  # fmt: skip
         log = self.services.log
-        log.emit(HostStarted(team=self.team.name, bus=str(self.team.bus_path), pid=os.getpid(),
+        log.emit(HostStarted(team=self.team.name, bus=redact(self.team.bus), pid=os.getpid(),
                              life=self.life))  # fmt: skip
         if self.sandbox_note.startswith(UNCONFINED):
             log.emit(Warned(panel=None, message=self.sandbox_note))
@@ -367,14 +371,16 @@ async def open_host(team: TeamSpec, **options: Any) -> AsyncIterator[Host]:
 def operator_bus_path(team: TeamSpec) -> Path | None:
     """The host's own bus file for operator input, or None when that is the team's bus.
 
-    A team's bus named in its team file, or a solo instance's `peer_db_path`, is a file other
-    programs read (the original mnemara, other hosts): operator input written there would be
-    seen by all of them. It goes to `bus.sqlite` in the host's state dir instead, the file the
-    team would use by default (a team file naming that very file needs no second one)."""
+    A team's bus named in its team file (a file or a PostgreSQL database), or a solo
+    instance's `peer_db_path`, is read by other programs (the original mnemara, other
+    hosts): operator input written there would be seen by all of them. It goes to
+    `bus.sqlite` in the host's state dir instead, the file the team would use by default (a
+    team file naming that very file needs no second one)."""
     if team.bus_is_default:
         return None
     own = team.state_dir / "bus.sqlite"
-    if own.resolve() == team.bus_path.expanduser().resolve():
+    shared = team.bus_file
+    if shared is not None and own.resolve() == shared.expanduser().resolve():
         return None
     return own
 

@@ -20,7 +20,7 @@ import anyio.abc
 
 from panels.host.delivery import operator_route
 from panels.host.panel import PanelRunner
-from peerbus import Bus, BusStats, PeerbusError
+from peerbus import BusBackend, BusStats, PeerbusError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def count_inboxes(
 
 
 async def bus_counts(
-    bus: Bus, operator_bus: Bus, panels: Mapping[str, object]
+    bus: BusBackend, operator_bus: BusBackend, panels: Mapping[str, object]
 ) -> dict[str, Counts]:
     """`count_inboxes` over the live buses (one query when they are the same)."""
     stats = await bus.stats()
@@ -53,10 +53,10 @@ async def bus_counts(
 
 
 async def serve_inbox_counts(
-    bus: Bus,
+    bus: BusBackend,
     runners: Mapping[str, PanelRunner],
     *,
-    operator_bus: Bus | None = None,
+    operator_bus: BusBackend | None = None,
     interval: float = 1.0,
     recheck: float = 5.0,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -79,14 +79,14 @@ async def serve_inbox_counts(
         await _any_change(buses, since, recheck)
 
 
-async def _any_change(buses: list[Bus], since: list[int], recheck: float) -> None:
+async def _any_change(buses: list[BusBackend], since: list[int], recheck: float) -> None:
     """Until one of `buses` changed past its `since`, or `recheck` seconds passed."""
     if len(buses) == 1:
         await buses[0].wait_for_change(recheck, since=since[0])
         return
     async with anyio.create_task_group() as tg:
 
-        async def wait(bus: Bus, mark: int) -> None:
+        async def wait(bus: BusBackend, mark: int) -> None:
             await bus.wait_for_change(recheck, since=mark)
             tg.cancel_scope.cancel()  # the first to return ends the others' waits
 

@@ -98,7 +98,7 @@ def prepare_panel(
     )  # fmt: skip
     # The team's own databases (a foreign bus included) and its team file, whose policy
     # entries widen permissions on the next `up`, are never written by a tool.
-    team_files = (team.bus_path, team.hostdb_path)
+    team_files = tuple(p for p in (team.bus_file, team.hostdb_path) if p is not None)
     approver = build_approver(
         paths, config, cwd=team.workdir, asker=asker, team_files=team_files, team_file=team.source
     )

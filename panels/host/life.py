@@ -39,7 +39,7 @@ from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
 from panels.team import PanelSpec
-from peerbus import Bus, Claim, read_original_watermark
+from peerbus import BusBackend, Claim, read_original_watermark
 from runtime.driver import ToolSpec
 from runtime.home import InstancePaths
 from runtime.session import Session, open_session
@@ -136,7 +136,7 @@ async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None
                 await wake.wait()
 
 
-async def _claim(runner: PanelRunner) -> tuple[Bus, list[Claim]]:
+async def _claim(runner: PanelRunner) -> tuple[BusBackend, list[Claim]]:
     """The next turn's claims (those with messages) and the one bus they came from.
 
     Operator input first. With two buses, operator input that waits makes a turn of its own
@@ -230,7 +230,7 @@ async def _note_acks(runner: PanelRunner, session: Session) -> None:
     the redelivery path notes them). Without this they would never age out of the store.
     Each bus is asked about the ids the store holds under its own identity."""
     host, name, operator = runner.host, runner.name, operator_route(runner.name)
-    routes: list[tuple[Bus, tuple[str, ...]]] = [
+    routes: list[tuple[BusBackend, tuple[str, ...]]] = [
         (host.bus, (name,)),
         (host.operator_bus, (operator,)),
     ]

@@ -54,7 +54,7 @@ def queue(
     session = runner.session
     if session is None or runner.turn is None:
         raise NotQueuedError("no turn is running: messages are sent from a turn")
-    options = runner.host.bus.file.options
+    options = runner.host.bus.options
     try:
         if recipient is not None:
             check_role(recipient, field="recipient")

@@ -18,7 +18,7 @@ from panels.host.asker import Approvals
 from panels.host.eventlog import EventLog
 from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
-from peerbus import Bus, Message
+from peerbus import BusBackend, Message
 from runtime.driver import AgentDriver
 from runtime.memory import Memory
 
@@ -28,11 +28,11 @@ DriverFactory = Callable[[PanelSpec], AgentDriver]
 @dataclass
 class HostServices:
     team: TeamSpec
-    bus: Bus  # the team's: peer messages and every send
+    bus: BusBackend  # the team's: peer messages and every send
     # Where operator input waits (the operator routes): the team's own bus object when that is
     # the default one; the host's own file when the team's bus is foreign, since other
     # programs read a foreign table and operator input must never reach them.
-    operator_bus: Bus
+    operator_bus: BusBackend
     log: EventLog
     approvals: Approvals
     watch: BusWatch

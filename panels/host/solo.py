@@ -67,7 +67,7 @@ def solo_team(
         name=instance,
         source=None,
         state_dir=state_dir,
-        bus_path=Path(config.peer_db_path).expanduser() if foreign else state_dir / "bus.sqlite",
+        bus=str(Path(config.peer_db_path).expanduser() if foreign else state_dir / "bus.sqlite"),
         bus_is_default=not foreign,
         workdir=cwd or Path.cwd(),
         rehearsal=None,  # `run --rehearsal` serves the script itself (panels/cli/rehearse.py)

@@ -59,7 +59,7 @@ from panels.hostdb.catalogue import (
     Warned,
     WindowTrimmed,
 )
-from peerbus import Bus, Claim, Message
+from peerbus import BusBackend, Claim, Message
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
 from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
@@ -77,7 +77,7 @@ def preview(value: object, limit: int = PREVIEW) -> str:
 async def run_turn(
     runner: PanelRunner,
     session: Session,
-    bus: Bus,
+    bus: BusBackend,
     claims: list[Claim],
     turn_input: TurnInput,
     tickets: Tickets,
@@ -183,7 +183,7 @@ def observe(runner: PanelRunner, turn: TurnContext, event: object) -> None:
 async def settle(
     runner: PanelRunner,
     session: Session,
-    bus: Bus,
+    bus: BusBackend,
     claims: list[Claim],
     *,
     failed: str | None = None,
@@ -210,7 +210,7 @@ async def settle(
     if failed is not None and input_row is not None and not consumed and not dropped:
         await _forget_input(session, input_row)
     rest = [m for c in claims for m in c.messages if m.id not in consumed and m.id not in dropped]
-    limit = bus.file.options.max_attempts
+    limit = bus.options.max_attempts
     verdict = Verdict()
     if failed is not None:
         turn_size = sum(len(c.messages) for c in claims)
@@ -246,7 +246,12 @@ async def settle(
 
 
 async def _dead_letter(
-    runner: PanelRunner, bus: Bus, claim: Claim, poison: list[Message], failed: str, limit: int
+    runner: PanelRunner,
+    bus: BusBackend,
+    claim: Claim,
+    poison: list[Message],
+    failed: str,
+    limit: int,
 ) -> None:
     reason = f"{failed} ({poison[0].attempt} of {limit} attempts, alone)"
     given_up = await bus.fail(claim, reason=reason, only=[m.id for m in poison])

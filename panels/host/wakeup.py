@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 import anyio
 import anyio.abc
 
-from peerbus import Bus
+from peerbus import BusBackend
 
 Wake = Callable[[], None]
 
@@ -42,16 +42,16 @@ class BusWatch:
     """Sets the wake-ups a change on its buses concerns, and every `recheck` seconds anyway
     (an expired lease or an ended nack delay changes nothing on disk)."""
 
-    def __init__(self, *buses: Bus, recheck: float = 5.0) -> None:
+    def __init__(self, *buses: BusBackend, recheck: float = 5.0) -> None:
         # The same Bus given twice (the operator's bus is the team's) is watched once.
         self.buses = tuple({id(bus): bus for bus in buses}.values())
         self.recheck = recheck
         self._targets: list[Wake] = []
         # (bus, recipient) -> the wake-ups behind that route.
-        self._routes: dict[tuple[int, str], tuple[Bus, list[Wake]]] = {}
+        self._routes: dict[tuple[int, str], tuple[BusBackend, list[Wake]]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
 
-    def add(self, wake: Wake, routes: Iterable[tuple[Bus, str]] = ()) -> None:
+    def add(self, wake: Wake, routes: Iterable[tuple[BusBackend, str]] = ()) -> None:
         """Call `wake` on a change that concerns one of `routes` (a bus and the recipient
         claimed on it); without routes, on any change of any watched bus."""
         routes = list(routes)
@@ -91,7 +91,7 @@ class BusWatch:
 
     async def _watch(
         self,
-        bus: Bus,
+        bus: BusBackend,
         recipient: str,
         *,
         late: bool = False,
@@ -113,7 +113,10 @@ class BusWatch:
                 wake()
 
     async def _watch_any(
-        self, bus: Bus, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        bus: BusBackend,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Any change of `bus` wakes the flags added without routes; none: no task."""
         if not self._targets:

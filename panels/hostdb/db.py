@@ -21,7 +21,8 @@ import anyio
 from panels.hostdb import control, events, status
 from panels.hostdb.catalogue import HostEvent
 from panels.hostdb.schema import connect, data_version
-from peerbus import BusOptions, ChangeWaiter, watched_paths
+from peerbus import BusOptions
+from peerbus.sqlite import ChangeWaiter, watched_paths
 
 T = TypeVar("T")
 

@@ -19,6 +19,7 @@ from panels.team.checks import Finding, check_team, resolve_path
 from panels.team.errors import Problem, TeamFileError
 from panels.team.locate import Loc, dotted, line_of
 from panels.team.model import DUPLICATE_ERROR, BatchSettings, PanelModel, TeamBudget, TeamModel
+from peerbus.location import parse_location
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
 from runtime.jsonload import load_toml
@@ -67,7 +68,8 @@ class TeamSpec:
     name: str
     source: Path | None  # the team file; None for a team built in code (solo mode)
     state_dir: Path  # <home>/_teams/<name>
-    bus_path: Path
+    # Where the bus is: a SQLite file's absolute path, or a postgresql:// URL (peerbus.location).
+    bus: str
     bus_is_default: bool
     workdir: Path
     rehearsal: Path | None
@@ -86,6 +88,11 @@ class TeamSpec:
     take_over_original: bool = False
     replay_backlog: bool = False
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+
+    @property
+    def bus_file(self) -> Path | None:
+        """The bus's SQLite file; None when the bus is on PostgreSQL."""
+        return bus_file(self.bus)
 
     @property
     def memory_dir(self) -> Path:
@@ -193,12 +200,12 @@ def build_spec(
 ) -> TeamSpec:
     team = model.team
     state_dir = (home or mnemara_home()) / "_teams" / team.name
-    bus = resolve_path(base, team.bus)
+    bus = _bus(base, team.bus)
     return TeamSpec(
         name=team.name,
         source=source,
         state_dir=state_dir,
-        bus_path=bus or state_dir / "bus.sqlite",
+        bus=bus or str(state_dir / "bus.sqlite"),
         bus_is_default=bus is None,
         workdir=resolve_path(base, team.workdir) or base,
         rehearsal=resolve_path(base, team.rehearsal),
@@ -213,8 +220,27 @@ def build_spec(
     )
 
 
+def bus_file(bus: str | None) -> Path | None:
+    """The SQLite file a bus location names; None for none or a PostgreSQL URL."""
+    if bus is None:
+        return None
+    where = parse_location(bus)
+    return where.path if where.scheme == "sqlite" else None
+
+
+def _bus(base: Path, text: str | None) -> str | None:
+    """The team file's `bus`: a SQLite file (a path or sqlite:/// URL, relative to the team
+    file) as an absolute path, or a PostgreSQL URL as given (checked by the model)."""
+    if text is None:
+        return None
+    where = parse_location(text)
+    if where.scheme == "postgresql":
+        return where.target
+    return str(resolve_path(base, where.target))
+
+
 def _sandbox(
-    model: TeamModel, *, base: Path, source: Path | None, bus: Path | None
+    model: TeamModel, *, base: Path, source: Path | None, bus: str | None
 ) -> SandboxSettings:
     """The team's sandbox; the team file stays read-only inside (its policy tables widen
     permissions on the next start) and a foreign bus file is hidden (a panel that could
@@ -227,7 +253,7 @@ def _sandbox(
         readable=tuple(p for p in (resolve_path(base, r) for r in team.readable) if p),
         writable=tuple(p for p in (resolve_path(base, w) for w in team.writable) if p),
         read_only=(source,) if source is not None else (),
-        masked=foreign_bus_files(bus),
+        masked=foreign_bus_files(bus_file(bus)),
     )
 
 

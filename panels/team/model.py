@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from peerbus.errors import BusLocationError
+from peerbus.location import parse_location
 from runtime.config import ToolPolicy
 from runtime.guard.settings import BudgetSettings, SentinelSettings
 
@@ -130,7 +132,9 @@ class TeamSection(_Model):
     """The `[team]` table."""
 
     name: str = Field(pattern=NAME_PATTERN)
-    bus: str | None = None  # None: <home>/_teams/<name>/bus.sqlite; else a path (foreign ok)
+    # None: <home>/_teams/<name>/bus.sqlite; else a path (a foreign file is fine), a
+    # sqlite:/// URL or a postgresql:// URL (peerbus.location).
+    bus: str | None = None
     workdir: str | None = None  # panels' working directory; None: the team file's directory
     rehearsal: str | None = None  # a rehearsal script: run offline against the rehearsal model
     max_concurrent_turns: int = Field(default=2, ge=1, le=64)
@@ -151,6 +155,16 @@ class TeamSection(_Model):
     # Directories the panels may read, or write, beyond their working directory.
     readable: list[str] = Field(default_factory=list)
     writable: list[str] = Field(default_factory=list)
+
+    @field_validator("bus")
+    @classmethod
+    def _known_bus(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_location(value)
+            except BusLocationError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 def find_duplicates(panels: Sequence[tuple[str, str]]) -> list[tuple[int, str, str, int]]:

@@ -159,7 +159,7 @@ class DashboardApp(OperatorApp):
             pid = self.meta.get("pid", "")
             self.running = pid.isdigit() and pid_alive(int(pid))
             bus = self.meta.get("bus")
-            self.main.query_one(BusPane).bus_path = Path(bus) if bus else None
+            self.main.query_one(BusPane).bus_location = bus or None
         if changes.panels is not None:
             await self._show_panels(changes.panels)
         self.running = host_running([logged.event for logged in changes.events], self.running)

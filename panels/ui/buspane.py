@@ -1,7 +1,7 @@
 """`BusPane`: the team's message flow (sender → recipient, type, status, attempts) and its
 dead letters, with a retry.
 
-Attributes down: the app gives the pane the bus path (`bus_path`, from the host's meta) and
+Attributes down: the app gives the pane the bus (`bus_location`, from the host's meta) and
 the events that answer a retry (`show_events`). Messages up: selecting a dead letter and
 pressing `r` (or the button) posts `BusPane.RetryAsked`; the app sends the `retry` verb and
 the host applies it. The pane reads the bus itself (busview.py, read-only), only while it is
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import suppress
-from pathlib import Path
 from typing import ClassVar
 
 import anyio
@@ -30,6 +29,7 @@ from panels.hostdb import HostEvent
 from panels.hostdb.catalogue import VerbApplied
 from panels.hostdb.verbs import Retry
 from panels.ui.busview import BusSnapshot, Flow, open_busview
+from peerbus import PeerbusError, parse_location
 
 INTERVAL = 0.25  # seconds between polls of the bus file while the pane is shown
 
@@ -43,7 +43,7 @@ class BusPane(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "retry", "Retry dead letter")]
 
-    bus_path: reactive[Path | None] = reactive(None, layout=False)
+    bus_location: reactive[str | None] = reactive(None, layout=False)
     active: reactive[bool] = reactive(False)  # shown, and reading the bus
 
     class RetryAsked(Message):
@@ -75,7 +75,7 @@ class BusPane(Vertical):
 
     # -- reading, while shown ----------------------------------------------------------------
 
-    async def watch_bus_path(self) -> None:
+    async def watch_bus_location(self) -> None:
         await self._stop()  # another host life may name another file
         self._follow()
 
@@ -87,9 +87,11 @@ class BusPane(Vertical):
             await self._stop()
 
     def _follow(self) -> None:
-        if self.bus_path is None or not self.active or self._worker is not None:
+        if self.bus_location is None or not self.active or self._worker is not None:
             return
-        self._worker = self.run_worker(self._read(self.bus_path), name="bus", exit_on_error=False)
+        self._worker = self.run_worker(
+            self._read(self.bus_location), name="bus", exit_on_error=False
+        )
 
     async def _stop(self) -> None:
         worker, self._worker = self._worker, None
@@ -102,20 +104,22 @@ class BusPane(Vertical):
     async def on_unmount(self) -> None:
         await self._stop()
 
-    async def _read(self, path: Path) -> None:
-        while not await anyio.Path(path).is_file():  # the host makes it as it starts
-            self._say(f"no bus file yet at {clean(path, 200)}")
+    async def _read(self, location: str) -> None:
+        where = parse_location(location)
+        file = anyio.Path(where.path) if where.scheme == "sqlite" else None
+        while file is not None and not await file.is_file():  # the host makes it as it starts
+            self._say(f"no bus file yet at {clean(location, 200)}")
             await anyio.sleep(1.0)
         try:
-            async with open_busview(path) as view:
+            async with open_busview(location) as view:
                 while True:
                     snapshot = await view.poll()
                     if snapshot is not None:
                         self.show(snapshot)
                     await anyio.sleep(INTERVAL)
-        except sqlite3.Error as exc:
-            self._say(f"cannot read the bus at {clean(path, 200)} ({clean(exc)}); press f6 twice "
-                      "to try again")  # fmt: skip
+        except (sqlite3.Error, PeerbusError) as exc:
+            self._say(f"cannot read the bus at {clean(location, 200)} ({clean(exc)}); "
+                      "press f6 twice to try again")  # fmt: skip
             self._worker = None
 
     # -- showing ---------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """The bus pane's read side: the newest messages of the team's bus and its dead letters.
 
-The bus file (host meta `bus`) is opened read-only (URI `mode=ro`), so the viewer can never
-change it; a retry goes to the host as a verb. A poll asks `PRAGMA data_version` first and
+A SQLite bus file (host meta `bus`) is opened read-only (URI `mode=ro`), so the viewer can
+never change it; a retry goes to the host as a verb. A poll asks `PRAGMA data_version` first and
 reads only when another connection committed (or every `recheck` seconds, since an expired
 lease changes a message's status without a write). What it reads is the `returns` table and,
 in a bus file peerbus owns, the per-recipient receipts beside it (peerbus/schema.py). A
 foreign bus keeps its receipts in a sidecar this view does not open: it shows the contract
 `status` only. The shaping of rows into what the pane shows is a pure function (`flow`).
+
+A PostgreSQL bus is read through peerbus's own contract (`BackendView`): the newest rows
+with their contract status, and the dead letters; a panel's per-message state is what
+`mnemara bus inbox` shows.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import anyio
 
-from peerbus.queries import cell_text
+from peerbus import BusBackend, DeadLetter, Record, open_bus, parse_location
+from peerbus.render import cell_text
 
 NEWEST = 200  # messages shown
 DEAD = 100  # dead letters shown
@@ -136,10 +140,65 @@ class BusView:
         return BusSnapshot(tuple(flow(messages, receipts, now)), tuple(dead_letters(list(dead))))
 
 
+def record_flow(records: Sequence[Record]) -> list[Flow]:
+    """Rows read through the bus contract as the pane's lines, newest first."""
+    out = []
+    for r in sorted(records, key=lambda r: r.id, reverse=True):
+        kind = _payload_type(r.payload_json) or cell_text(r.topic) or "-"
+        status = "acked" if r.status == "done" else "queued"
+        out.append(Flow(r.id, r.sender, r.recipient or "*", kind, cell_text(r.topic), status, 0))
+    return out
+
+
+def dead_flow(letters: Sequence[DeadLetter]) -> list[Flow]:
+    out = []
+    for d in letters:
+        kind = _payload_type(d.payload_json) or cell_text(d.topic) or "-"
+        out.append(Flow(d.id, d.sender, d.recipient, kind, cell_text(d.topic), "dead",
+                        d.deliveries, d.reason))  # fmt: skip
+    return out
+
+
+def _payload_type(text: str) -> str:
+    import json
+
+    try:
+        value = json.loads(text[: PREVIEW * 50])
+    except ValueError:
+        return ""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else ""
+
+
+class BackendView:
+    """The pane's reader for a bus reached through its backend (PostgreSQL)."""
+
+    def __init__(self, bus: BusBackend, *, recheck: float = 2.0) -> None:
+        self._bus = bus
+        self._recheck = recheck
+        self._generation: int | None = None
+        self._read_at = 0.0
+
+    async def poll(self) -> BusSnapshot | None:
+        generation = await self._bus.generation()
+        now = time.time()
+        if generation == self._generation and now - self._read_at < self._recheck:
+            return None
+        self._generation, self._read_at = generation, now
+        records = await self._bus.history(limit=NEWEST)
+        dead = await self._bus.dead_letters(limit=DEAD)
+        return BusSnapshot(tuple(record_flow(records)), tuple(dead_flow(dead)))
+
+
 @asynccontextmanager
-async def open_busview(path: Path) -> AsyncIterator[BusView]:
-    """Open the bus at `path` read-only for the block (it must exist: never created here)."""
-    where = await anyio.Path(path).resolve()
+async def open_busview(location: str) -> AsyncIterator[BusView | BackendView]:
+    """Open the bus at `location` read-only for the block (a file must exist: never created
+    here)."""
+    if parse_location(location).scheme == "postgresql":
+        async with open_bus(location, inspect_only=True) as bus:
+            yield BackendView(bus)
+        return
+    where = await anyio.Path(location).resolve()
     conn = await aiosqlite.connect(f"{where.as_uri()}?mode=ro", uri=True)
     try:
         await conn.execute_fetchall("PRAGMA busy_timeout = 5000")

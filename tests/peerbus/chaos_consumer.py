@@ -1,6 +1,6 @@
 """A consumer shaped like the host, for the kill -9 harness (run as a script, not collected).
 
-Usage: chaos_consumer.py BUS STORE SEED
+Usage: chaos_consumer.py BUS STORE SEED    (BUS: a SQLite path or a postgresql:// URL)
 
 Each turn: claim a batch; ack at once the ids its own store already holds (a previous
 incarnation committed them and died before acking); "process" the rest, commit their ids
@@ -41,14 +41,14 @@ def commit_turn(store: sqlite3.Connection, ids: list[int], turn: int) -> None:
     store.execute("COMMIT")
 
 
-async def main(bus_path: Path, store_path: Path, seed: int) -> None:
+async def main(bus_location: str, store_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     store = open_store(store_path)
     # The default max_attempts: a delivery cut off by kill -9 is not a failed attempt, so
     # however often this consumer dies mid-turn nothing may be dead-lettered (the harness
     # checks that every message ends `done`).
     options = BusOptions(lock_deadline=30)
-    async with open_bus(bus_path, options=options) as bus:
+    async with open_bus(bus_location, options=options) as bus:
         # A restart: new epoch, and the dead incarnation's leases come back at once.
         await bus.register(RECIPIENT)
         print("ready", flush=True)
@@ -71,4 +71,4 @@ async def main(bus_path: Path, store_path: Path, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))
+    anyio.run(main, sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))

@@ -1,6 +1,6 @@
 """A producer process for the concurrent-producers test (run as a script, not collected).
 
-Usage: chaos_producer.py BUS NAME COUNT
+Usage: chaos_producer.py BUS NAME COUNT    (BUS: a SQLite path or a postgresql:// URL)
 
 Submits COUNT messages as sender NAME, one commit each except every tenth step, which sends
 a batch of three in one transaction; prints the ids it was given as one JSON line.
@@ -10,28 +10,26 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from peerbus import BusOptions, Outgoing, close_bus, connect_bus, submit, submit_many
+import anyio
+
+from peerbus import BusOptions, Outgoing, open_bus
 
 
-def main(path: Path, name: str, count: int) -> None:
-    bus = connect_bus(path, BusOptions(busy_timeout=0.05, lock_deadline=60))
+async def main(location: str, name: str, count: int) -> None:
     ids: list[int] = []
     seq = 0
-    try:
+    async with open_bus(location, options=BusOptions(busy_timeout=0.05, lock_deadline=60)) as bus:
         while seq < count:
             if seq % 10 == 9 and seq + 3 <= count:
                 batch = [Outgoing("sink", {"producer": name, "seq": seq + k}) for k in range(3)]
-                ids += submit_many(bus, name, batch)
+                ids += await bus.submit_many(name, batch)
                 seq += 3
             else:
-                ids.append(submit(bus, name, "sink", {"producer": name, "seq": seq}))
+                ids.append(await bus.submit(name, "sink", {"producer": name, "seq": seq}))
                 seq += 1
-    finally:
-        close_bus(bus)
     print(json.dumps(ids), flush=True)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))
+    anyio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))

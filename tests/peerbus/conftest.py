@@ -1,9 +1,12 @@
-"""Fixtures for the bus tests: a fake clock, and the bus flavours the conformance suite runs.
+"""Fixtures for the bus tests: a fake clock, and the backends the conformance suite runs on.
 
-`flavour` is the conformance suite's one seam: "owned" is a bus file peerbus creates,
-"compat" is a `returns` table made by hand: the seven contract columns, the original's
-wider table (`session_id` NOT NULL, `processed_at`, `completed_at`), or one with extra NOT
-NULL columns that have defaults. A second backend joins the suite by adding a param here.
+`backend` is the conformance suite's one seam: it opens the test's bus, whatever the
+backend, and `backend_flavour` names which. The SQLite flavours: "owned" is a bus file
+peerbus creates, "compat" is a `returns` table made by hand (the seven contract columns,
+the original's wider table with `session_id` NOT NULL, `processed_at` and `completed_at`,
+or one with extra NOT NULL columns that have defaults). "postgres" is a fresh database on
+the throwaway server of tests/pgcluster.py. `flavour`, `bus_path` and `sync_bus` are the
+SQLite flavours alone, for the tests of SQLite's own machinery.
 """
 
 from __future__ import annotations
@@ -12,12 +15,17 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from peerbus import BusFile, BusOptions, close_bus, connect_bus
+from peerbus import BusBackend, BusOptions, open_bus
+from peerbus.sqlite import BusFile, close_bus, connect_bus
+from tests import pgcluster
+
+Backend = Callable[..., AbstractAsyncContextManager[BusBackend]]
 
 HAND_MADE_DDL = """
 CREATE TABLE returns (
@@ -135,24 +143,69 @@ class Flavour(str):
         return made
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(Flavour("owned"), id="owned"),
-        pytest.param(Flavour("compat"), id="compat"),
-        pytest.param(Flavour("compat", "wide"), id="compat-wide"),
-        pytest.param(Flavour("compat", "defaults"), id="compat-defaults"),
-    ]
-)
+SQLITE_FLAVOURS = [
+    pytest.param(Flavour("owned"), id="owned"),
+    pytest.param(Flavour("compat"), id="compat"),
+    pytest.param(Flavour("compat", "wide"), id="compat-wide"),
+    pytest.param(Flavour("compat", "defaults"), id="compat-defaults"),
+]
+
+
+@pytest.fixture(params=SQLITE_FLAVOURS)
 def flavour(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def bus_path(tmp_path: Path, flavour: str) -> Path:
+@pytest.fixture(params=[*SQLITE_FLAVOURS, pytest.param(Flavour("postgres"), id="postgres")])
+def backend_flavour(request: pytest.FixtureRequest) -> str:
+    return request.param  # type: ignore[no-any-return]
+
+
+def sqlite_bus_path(tmp_path: Path, flavour: str) -> Path:
     path = tmp_path / "bus.sqlite"
     if flavour == "compat":
         make_foreign(path, getattr(flavour, "shape", "seven"))
     return path
+
+
+@pytest.fixture
+def bus_path(tmp_path: Path, flavour: str) -> Path:
+    return sqlite_bus_path(tmp_path, flavour)
+
+
+@pytest.fixture
+def bus_location(tmp_path: Path, backend_flavour: str, request: pytest.FixtureRequest) -> str:
+    """Where this test's bus is: a SQLite path, or the URL of a fresh PostgreSQL database
+    (the server starts only for the tests that ask for it)."""
+    if backend_flavour == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(sqlite_bus_path(tmp_path, backend_flavour))
+
+
+@pytest.fixture
+def backend(bus_location: str, options: Callable[..., BusOptions]) -> Backend:
+    """`async with backend(**option_overrides) as bus`: this test's bus, opened. Call it
+    again to open the same bus anew (a restart) or a second time (another process's view)."""
+
+    def open_it(**overrides: Any) -> AbstractAsyncContextManager[BusBackend]:
+        if "silent_types" in overrides:
+            overrides["silent_types"] = frozenset(overrides["silent_types"])
+        return open_bus(bus_location, options=options(**overrides))
+
+    return open_it
+
+
+@pytest.fixture
+def insert_foreign(bus_location: str, backend_flavour: str) -> Callable[..., int]:
+    """`insert_foreign(recipient, payload_text, sender="a")`: a row a foreign writer put in
+    this test's bus, with no checks, whatever the backend."""
+
+    def insert(recipient: str | None, payload: str, sender: str = "a") -> int:
+        if backend_flavour == "postgres":
+            return pgcluster.raw_insert(bus_location, recipient, payload, sender)
+        return raw_insert(Path(bus_location), recipient, payload, sender)
+
+    return insert
 
 
 @pytest.fixture
@@ -179,7 +232,8 @@ def sync_bus(bus_path: Path, options: Callable[..., BusOptions]) -> Iterator[Bus
 def in_another_process(bus_path: Path, code: str) -> None:
     """Run `code` with `bus` open on `bus_path` in a fresh interpreter."""
     script = (
-        "import sys\nfrom pathlib import Path\nfrom peerbus import *\n"
+        "import sys\nfrom pathlib import Path\n"
+        "from peerbus import *\nfrom peerbus.sqlite import *\n"
         "bus = connect_bus(Path(sys.argv[1]), BusOptions(durable=False))\n"
         f"{code}\nclose_bus(bus)\n"
     )

@@ -1,4 +1,5 @@
-"""`mnemara bus ...` through typer's CliRunner, on an owned bus and on a hand-made table."""
+"""`mnemara bus ...` through typer's CliRunner, on an owned bus, on a hand-made table and
+(`--db postgresql://...`) on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.bus import bus_app
-from peerbus import close_bus, connect_bus, submit
+from peerbus.sqlite import close_bus, connect_bus, submit
 
 runner = CliRunner()
 
@@ -24,11 +25,11 @@ def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_send_then_inbox_stats_and_tail(bus_path: Path, flavour: str) -> None:
-    db = str(bus_path)
+def test_send_then_inbox_stats_and_tail(bus_location: str, backend_flavour: str) -> None:
+    db = bus_location
     code, out, err = run("send", "--db", db, "--to", "b", "--topic", "t1", '{"text": "hi"}')
     assert code == 0 and out.strip() == "sent message 1"
-    assert ("compatibility mode" in err) == (flavour == "compat")
+    assert ("compatibility mode" in err) == (backend_flavour == "compat")
     code, out, _ = run("send", "--db", db, "--from", "a", "--json", "-", stdin='{"n": 2}')
     assert code == 0 and json.loads(out) == {"id": 2}
 
@@ -82,7 +83,7 @@ def test_dead_retry_and_prune(bus_path: Path, insert_raw: object) -> None:
     try:
         assert callable(insert_raw)
         broken = insert_raw("b", "{broken")
-        from peerbus import claim_batch
+        from peerbus.sqlite import claim_batch
 
         assert claim_batch(bus, "b").failed == 1
     finally:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import peerbus as pb
-from peerbus import BusFile
+import peerbus.sqlite as pb
+from peerbus.sqlite import BusFile
 
 pytestmark = pytest.mark.parametrize("flavour", ["compat"])
 
@@ -38,7 +38,7 @@ def test_a_crash_between_the_sidecar_and_the_foreign_write_is_healed(
 ) -> None:
     ident = pb.submit(sync_bus, "a", "b", {"n": 1})
     claim = pb.claim_batch(sync_bus, "b")
-    monkeypatch.setattr("peerbus.settle.flush_status", lambda bus: 0)  # "killed" here
+    monkeypatch.setattr("peerbus.sqlite.settle.flush_status", lambda bus: 0)  # "killed" here
     assert pb.ack(sync_bus, claim).settled == (ident,)
     assert [r[5] for r in _rows(bus_path)] == ["pending"]
     monkeypatch.undo()

@@ -1,5 +1,6 @@
-"""The bus contract, run on every flavour (owned file, hand-made foreign table) and on both
-async backends (asyncio, trio). A second backend joins by adding a `flavour` param.
+"""The bus contract, run on every backend (SQLite: an owned file and hand-made foreign tables;
+PostgreSQL) and on both async libraries (asyncio, trio). A backend joins the suite by adding
+a `backend_flavour` param (conftest.py).
 
 Delivery: at least once, in id order, never acked before processing; broadcasts per
 recipient; nacks, lease expiry and restarts redeliver; stale claims cannot settle. How
@@ -11,26 +12,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 import pytest
 
-from peerbus import (
-    BusOptions,
-    PayloadEncodingError,
-    PayloadNotObjectError,
-    PayloadTooLargeError,
-    open_bus,
-)
+from peerbus import PayloadEncodingError, PayloadNotObjectError, PayloadTooLargeError
+from tests.peerbus.conftest import Backend
 
 pytestmark = pytest.mark.anyio
 
-Options = Callable[..., BusOptions]
 
-
-async def test_roundtrip_in_id_order_with_host_set_sender(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_roundtrip_in_id_order_with_host_set_sender(backend: Backend) -> None:
+    async with backend() as bus:
         ids = [await bus.submit("a", "b", {"n": i, "from": "watchdog"}) for i in range(3)]
         claim = await bus.claim("b")
         assert claim.ids == tuple(ids) == tuple(sorted(ids))
@@ -40,8 +33,8 @@ async def test_roundtrip_in_id_order_with_host_set_sender(bus_path: Path, option
         assert (await bus.claim("b")).messages == ()
 
 
-async def test_refused_payloads_write_nothing(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options(max_payload_bytes=1024)) as bus:
+async def test_refused_payloads_write_nothing(backend: Backend) -> None:
+    async with backend(max_payload_bytes=1024) as bus:
         with pytest.raises(PayloadNotObjectError):
             await bus.submit("a", "b", [1, 2])  # type: ignore[arg-type]
         with pytest.raises(PayloadTooLargeError) as too_large:
@@ -52,8 +45,8 @@ async def test_refused_payloads_write_nothing(bus_path: Path, options: Options) 
         assert await bus.history() == []
 
 
-async def test_recipient_filtering(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_recipient_filtering(backend: Backend) -> None:
+    async with backend() as bus:
         mine = await bus.submit("x", "b", {"t": "direct from anyone"})
         await bus.submit("a", "c", {"t": "direct to someone else"})
         from_a = await bus.submit("a", None, {"t": "broadcast from a sender b takes"})
@@ -64,10 +57,8 @@ async def test_recipient_filtering(bus_path: Path, options: Options) -> None:
         assert claim.messages[1].recipient is None
 
 
-async def test_broadcast_acked_by_one_is_still_delivered_to_others(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_broadcast_acked_by_one_is_still_delivered_to_others(backend: Backend) -> None:
+    async with backend() as bus:
         for who in ("b", "c", "d"):
             await bus.register(who, senders=["a"])
         ident = await bus.submit("a", None, {"t": "all hands"})
@@ -83,10 +74,8 @@ async def test_broadcast_acked_by_one_is_still_delivered_to_others(
             assert [r.status for r in await bus.history()] == ["done"]
 
 
-async def test_nacked_message_below_the_cursor_is_redelivered(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_nacked_message_below_the_cursor_is_redelivered(backend: Backend) -> None:
+    async with backend() as bus:
         one = await bus.submit("a", "b", {"n": 1})
         two = await bus.submit("a", "b", {"n": 2})
         first = await bus.claim("b", max_messages=1)
@@ -100,9 +89,9 @@ async def test_nacked_message_below_the_cursor_is_redelivered(
 
 
 async def test_nack_delay_holds_the_message_back(
-    bus_path: Path, options: Options, clock: Callable[[], float]
+    backend: Backend, clock: Callable[[], float]
 ) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         await bus.submit("a", "b", {"n": 1})
         await bus.nack(await bus.claim("b"), delay=30)
         assert (await bus.claim("b")).ids == ()
@@ -111,12 +100,12 @@ async def test_nack_delay_holds_the_message_back(
 
 
 async def test_lease_expiry_redelivers_to_a_restarted_consumer(
-    bus_path: Path, options: Options, clock: Callable[[], float]
+    backend: Backend, clock: Callable[[], float]
 ) -> None:
-    async with open_bus(bus_path, options=options()) as old:
+    async with backend() as old:
         ident = await old.submit("a", "b", {"n": 1})
         stale = await old.claim("b", lease=10)
-        async with open_bus(bus_path, options=options()) as restarted:
+        async with backend() as restarted:
             assert (await restarted.claim("b", lease=10)).ids == ()
             clock.advance(11)  # type: ignore[attr-defined]
             fresh = await restarted.claim("b", lease=10)
@@ -127,10 +116,8 @@ async def test_lease_expiry_redelivers_to_a_restarted_consumer(
             assert (await restarted.ack(fresh)).settled == (ident,)
 
 
-async def test_register_releases_the_previous_incarnations_leases(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_register_releases_the_previous_incarnations_leases(backend: Backend) -> None:
+    async with backend() as bus:
         ident = await bus.submit("a", "b", {"n": 1})
         stale = await bus.claim("b", lease=600)
         epoch = await bus.register("b")
@@ -141,9 +128,9 @@ async def test_register_releases_the_previous_incarnations_leases(
 
 
 async def test_expired_lease_nobody_reclaimed_can_still_be_acked(
-    bus_path: Path, options: Options, clock: Callable[[], float]
+    backend: Backend, clock: Callable[[], float]
 ) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         ident = await bus.submit("a", "b", {"n": 1})
         claim = await bus.claim("b", lease=5)
         clock.advance(60)  # type: ignore[attr-defined]
@@ -151,10 +138,8 @@ async def test_expired_lease_nobody_reclaimed_can_still_be_acked(
         assert (await bus.ack(claim)).settled == (ident,)  # acking twice is harmless
 
 
-async def test_extend_keeps_the_lease(
-    bus_path: Path, options: Options, clock: Callable[[], float]
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_extend_keeps_the_lease(backend: Backend, clock: Callable[[], float]) -> None:
+    async with backend() as bus:
         await bus.submit("a", "b", {"n": 1})
         claim = await bus.claim("b", lease=10)
         clock.advance(8)  # type: ignore[attr-defined]
@@ -164,9 +149,9 @@ async def test_extend_keeps_the_lease(
 
 
 async def test_poison_message_is_dead_lettered_while_others_flow(
-    bus_path: Path, options: Options, clock: Callable[[], float]
+    backend: Backend, clock: Callable[[], float]
 ) -> None:
-    async with open_bus(bus_path, options=options(max_attempts=3, isolate_after=2)) as bus:
+    async with backend(max_attempts=3, isolate_after=2) as bus:
         ids = [await bus.submit("a", "b", {"n": n}) for n in range(3)]
         poison = ids[1]
         processed: list[int] = []
@@ -189,8 +174,8 @@ async def test_poison_message_is_dead_lettered_while_others_flow(
         assert (dead[0].attempts, dead[0].deliveries) == (3, 3)
 
 
-async def test_silent_auto_ack_acks_only_the_noise(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_silent_auto_ack_acks_only_the_noise(backend: Backend) -> None:
+    async with backend() as bus:
         await bus.submit("a", "b", {"type": "ack"})
         keep = await bus.submit("a", "b", {"type": "review", "text": "look"})
         await bus.submit("a", "b", {"type": "pong_ack"})
@@ -203,8 +188,8 @@ async def test_silent_auto_ack_acks_only_the_noise(bus_path: Path, options: Opti
         assert stats.recipients[0].noise_acked == 2
 
 
-async def test_silent_types_are_configurable(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options(), silent_types={"heartbeat"}) as bus:
+async def test_silent_types_are_configurable(backend: Backend) -> None:
+    async with backend(silent_types={"heartbeat"}) as bus:
         await bus.submit("a", "b", {"type": "heartbeat"})
         ack = await bus.submit("a", "b", {"type": "ack"})
         claim = await bus.claim("b")
@@ -212,16 +197,16 @@ async def test_silent_types_are_configurable(bus_path: Path, options: Options) -
 
 
 async def test_bad_rows_go_to_dead_letters_and_the_rest_flow(
-    bus_path: Path, options: Options, insert_raw: Callable[..., int]
+    backend: Backend, insert_foreign: Callable[..., int]
 ) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         good = [await bus.submit("a", "b", {"n": 0})]
         bad = {
-            insert_raw("b", "{not json"): "not valid JSON",
-            insert_raw("b", "[" * 100_000 + "]" * 100_000): "nests too deep",
-            insert_raw("b", '{"a":' * 100 + "1" + "}" * 100): "deeper than 64",
-            insert_raw("b", '"a string"'): "JSON string, not an object",
-            insert_raw("b", json.dumps({"blob": "x" * 10_000_000})): "over the",
+            insert_foreign("b", "{not json"): "not valid JSON",
+            insert_foreign("b", "[" * 100_000 + "]" * 100_000): "nests too deep",
+            insert_foreign("b", '{"a":' * 100 + "1" + "}" * 100): "deeper than 64",
+            insert_foreign("b", '"a string"'): "JSON string, not an object",
+            insert_foreign("b", json.dumps({"blob": "x" * 10_000_000})): "over the",
         }
         good.append(await bus.submit("a", "b", {"n": 1}))
         claim = await bus.claim("b")
@@ -232,8 +217,8 @@ async def test_bad_rows_go_to_dead_letters_and_the_rest_flow(
             assert words in dead[ident]
 
 
-async def test_batches_respect_the_token_budget(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_batches_respect_the_token_budget(backend: Backend) -> None:
+    async with backend() as bus:
         big = await bus.submit("a", "b", {"text": "y" * 8000})
         small = [await bus.submit("a", "b", {"text": "x" * 400}) for _ in range(10)]
         first = await bus.claim("b", max_tokens=500)
@@ -242,12 +227,10 @@ async def test_batches_respect_the_token_budget(bus_path: Path, options: Options
         assert 0 < len(second.ids) < 10 and second.ids == tuple(small[: len(second.ids)])
 
 
-async def test_a_burst_of_ten_thousand_drains_in_bounded_batches(
-    bus_path: Path, options: Options
-) -> None:
+async def test_a_burst_of_ten_thousand_drains_in_bounded_batches(backend: Backend) -> None:
     from peerbus import Outgoing
 
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         burst = [Outgoing("b", {"type": "ack" if i % 2 else "work", "i": i}) for i in range(10_000)]
         await bus.submit_many("a", burst)
         seen: list[int] = []
@@ -263,12 +246,10 @@ async def test_a_burst_of_ten_thousand_drains_in_bounded_batches(
         assert len(seen) == 5000 and seen == sorted(seen) and noise == 5000
 
 
-async def test_stale_epoch_is_flagged_not_hidden(
-    bus_path: Path, options: Options, flavour: str
-) -> None:
-    if flavour == "compat":
+async def test_stale_epoch_is_flagged_not_hidden(backend: Backend, backend_flavour: str) -> None:
+    if backend_flavour == "compat":
         pytest.skip("a foreign table has no recipient_epoch column to address an epoch")
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         await bus.register("b")
         old = await bus.submit("a", "b", {"n": "for epoch 1"})
         await bus.register("b")
@@ -278,8 +259,8 @@ async def test_stale_epoch_is_flagged_not_hidden(
         assert flags == {old: (True, 1), new: (False, 2)} and claim.epoch == 2
 
 
-async def test_ack_only_some_ids(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_ack_only_some_ids(backend: Backend) -> None:
+    async with backend() as bus:
         ids = [await bus.submit("a", "b", {"n": n}) for n in range(3)]
         claim = await bus.claim("b")
         assert (await bus.ack(claim, only=[ids[0]])).settled == (ids[0],)
@@ -287,10 +268,8 @@ async def test_ack_only_some_ids(bus_path: Path, options: Options) -> None:
         assert (await bus.claim("b")).ids == tuple(ids[1:])
 
 
-async def test_waiter_wakes_on_a_submit_in_the_same_process(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_waiter_wakes_on_a_submit_in_the_same_process(backend: Backend) -> None:
+    async with backend() as bus:
         await bus.claim("b")
         async with anyio.create_task_group() as tg:
             tg.start_soon(bus.submit, "a", "b", {"n": 1})
@@ -298,12 +277,10 @@ async def test_waiter_wakes_on_a_submit_in_the_same_process(
         assert len((await bus.claim("b")).ids) == 1
 
 
-async def test_waiter_wakes_on_a_commit_from_another_connection(
-    bus_path: Path, options: Options
-) -> None:
+async def test_waiter_wakes_on_a_commit_from_another_connection(backend: Backend) -> None:
     async with (
-        open_bus(bus_path, options=options()) as waiter,
-        open_bus(bus_path, options=options()) as writer,
+        backend() as waiter,
+        backend() as writer,
     ):
         claim = await waiter.claim("b")
         async with anyio.create_task_group() as tg:
@@ -312,18 +289,18 @@ async def test_waiter_wakes_on_a_commit_from_another_connection(
         assert len((await waiter.claim("b")).ids) == 1
 
 
-async def test_waiter_times_out_when_nothing_changes(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_waiter_times_out_when_nothing_changes(backend: Backend) -> None:
+    async with backend() as bus:
         await bus.claim("b")
         assert not await bus.wait_for_change(0.05)
 
 
 async def test_prune_and_retry(
-    bus_path: Path, options: Options, clock: Callable[[], float], insert_raw: Callable[..., int]
+    backend: Backend, clock: Callable[[], float], insert_foreign: Callable[..., int]
 ) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         done = await bus.submit("a", "b", {"n": 1})
-        broken = insert_raw("b", "{broken")
+        broken = insert_foreign("b", "{broken")
         await bus.ack(await bus.claim("b"))
         await bus.submit("a", "b", {"n": 2})  # pending: never pruned
         clock.advance(3600)  # type: ignore[attr-defined]
@@ -337,8 +314,8 @@ async def test_prune_and_retry(
         assert [d.id for d in await bus.dead_letters()] == [broken]
 
 
-async def test_inbox_and_stats_do_not_claim(bus_path: Path, options: Options) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_inbox_and_stats_do_not_claim(backend: Backend) -> None:
+    async with backend() as bus:
         ids = [await bus.submit("a", "b", {"n": n}) for n in range(2)]
         await bus.claim("b", max_messages=1)
         inbox = await bus.inbox("b")

@@ -1,4 +1,4 @@
-"""Giving messages up, on every flavour and both async backends: attempts count failed turns
+"""Giving messages up, on every backend and both async libraries: attempts count failed turns
 only (a delivery cut off by a crash never counts), a consumer can dead-letter at once with
 `fail`, and a claim reports every dead letter it made.
 """
@@ -7,22 +7,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-import peerbus as pb
-from peerbus import BusFile, BusOptions, open_bus
-from tests.peerbus.conftest import FakeClock
-
-Options = Callable[..., BusOptions]
+import peerbus.sqlite as pb
+from peerbus.sqlite import BusFile
+from tests.peerbus.conftest import Backend, FakeClock
 
 
 @pytest.mark.anyio
 async def test_a_delivery_cut_off_by_a_crash_never_counts_an_attempt(
-    bus_path: Path, options: Options, clock: FakeClock
+    backend: Backend, clock: FakeClock
 ) -> None:
-    async with open_bus(bus_path, options=options(max_attempts=2, isolate_after=1)) as bus:
+    async with backend(max_attempts=2, isolate_after=1) as bus:
         ident = await bus.submit("a", "b", {"n": 1})
         for _ in range(3):
             assert (await bus.claim("b", lease=5)).ids == (ident,)
@@ -39,10 +36,8 @@ async def test_a_delivery_cut_off_by_a_crash_never_counts_an_attempt(
 
 
 @pytest.mark.anyio
-async def test_only_a_nack_for_a_failed_turn_counts_an_attempt(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options(max_attempts=2, isolate_after=2)) as bus:
+async def test_only_a_nack_for_a_failed_turn_counts_an_attempt(backend: Backend) -> None:
+    async with backend(max_attempts=2, isolate_after=2) as bus:
         ident = await bus.submit("a", "b", {"n": 1})
         other = await bus.submit("a", "b", {"n": 2})
         for _ in range(3):
@@ -63,10 +58,10 @@ async def test_only_a_nack_for_a_failed_turn_counts_an_attempt(
 
 @pytest.mark.anyio
 async def test_fail_dead_letters_at_once_and_the_rest_flow(
-    bus_path: Path, options: Options, caplog: pytest.LogCaptureFixture
+    backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="peerbus")
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         ids = [await bus.submit("a", "b", {"n": n}) for n in range(3)]
         claim = await bus.claim("b")
         assert (await bus.ack(claim, only=[ids[0], ids[2]])).settled == (ids[0], ids[2])
@@ -92,9 +87,9 @@ async def test_fail_dead_letters_at_once_and_the_rest_flow(
 
 @pytest.mark.anyio
 async def test_fail_cannot_touch_what_a_newer_claim_holds(
-    bus_path: Path, options: Options, clock: FakeClock
+    backend: Backend, clock: FakeClock
 ) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+    async with backend() as bus:
         ident = await bus.submit("a", "b", {"n": 1})
         stale = await bus.claim("b", lease=5)
         clock.advance(6)
@@ -108,7 +103,7 @@ def test_a_claim_reports_the_dead_letters_of_all_its_steps(
     sync_bus: BusFile, insert_raw: Callable[..., int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two rows per transaction, so five bad rows take the claim three steps.
-    monkeypatch.setattr("peerbus.claim.SCAN_CAP", 2)
+    monkeypatch.setattr("peerbus.sqlite.claim.SCAN_CAP", 2)
     texts = ["{broken", "[1]", '"a string"', "{oops", "true"]
     bad = [insert_raw("b", text) for text in texts]
     good = pb.submit(sync_bus, "a", "b", {"n": 1})
@@ -121,10 +116,8 @@ def test_a_claim_reports_the_dead_letters_of_all_its_steps(
 
 
 @pytest.mark.anyio
-async def test_settled_names_what_can_never_come_back(
-    bus_path: Path, options: Options, clock: FakeClock
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_settled_names_what_can_never_come_back(backend: Backend, clock: FakeClock) -> None:
+    async with backend() as bus:
         acked, failed, owed, other = [await bus.submit("a", "b", {"n": n}) for n in range(4)]
         claim = await bus.claim("b")
         await bus.ack(claim, only=[acked])

@@ -11,18 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.bus import bus_app
-from peerbus import (
-    BusFile,
-    BusOpenError,
-    BusOptions,
-    ack,
-    claim_batch,
-    close_bus,
-    connect_bus,
-    history,
-    submit,
-)
-from peerbus.shape import ISO, SQLITE, StampStyle, read_shape, require_writable
+from peerbus import BusOpenError, BusOptions
+from peerbus.sqlite import BusFile, ack, claim_batch, close_bus, connect_bus, history, submit
+from peerbus.sqlite.shape import ISO, SQLITE, StampStyle, read_shape, require_writable
 from tests.peerbus.conftest import DEFAULTS_DDL, ORIGINAL_WIDE_DDL, make_foreign
 
 SQLITE_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")

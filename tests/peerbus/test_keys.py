@@ -1,32 +1,27 @@
-"""Idempotent submits, on every flavour and both async backends: a key is sent once, across
+"""Idempotent submits, on every backend and both async libraries: a key is sent once, across
 calls, within one call and across a restart; a bad key writes nothing; prune forgets keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
-import peerbus as pb
-from peerbus import BusFile, BusOptions, InvalidKeyError, Outgoing, PeerbusError, open_bus
-from tests.peerbus.conftest import FakeClock
+import peerbus.sqlite as pb
+from peerbus import InvalidKeyError, Outgoing, PeerbusError
+from peerbus.sqlite import BusFile
+from tests.peerbus.conftest import Backend, FakeClock
 
-Options = Callable[..., BusOptions]
 KEY = "a:turn-7:call-1"
 
 
 @pytest.mark.anyio
-async def test_a_keyed_message_is_written_once_even_after_a_restart(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_a_keyed_message_is_written_once_even_after_a_restart(backend: Backend) -> None:
+    async with backend() as bus:
         first = await bus.submit("a", "b", {"n": 1}, key=KEY)
         assert await bus.submit("a", "b", {"n": 1}, key=KEY) == first
         other = await bus.submit("a", "b", {"n": 2}, key="a:turn-7:call-2")
         plain = [await bus.submit("a", "b", {"n": 3}) for _ in range(2)]  # no key: two rows
-    async with open_bus(bus_path, options=options()) as restarted:
+    async with backend() as restarted:
         # The restarted host replays the cut-off turn's send.
         assert await restarted.submit("a", "b", {"n": 1}, key=KEY) == first
         assert [r.id for r in await restarted.history()] == [first, other, *plain]
@@ -34,10 +29,8 @@ async def test_a_keyed_message_is_written_once_even_after_a_restart(
 
 
 @pytest.mark.anyio
-async def test_submit_many_honours_keys_within_and_across_calls(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_submit_many_honours_keys_within_and_across_calls(backend: Backend) -> None:
+    async with backend() as bus:
         ids = await bus.submit_many(
             "a",
             [
@@ -56,10 +49,8 @@ async def test_submit_many_honours_keys_within_and_across_calls(
 
 
 @pytest.mark.anyio
-async def test_a_bad_key_is_refused_before_anything_is_written(
-    bus_path: Path, options: Options
-) -> None:
-    async with open_bus(bus_path, options=options()) as bus:
+async def test_a_bad_key_is_refused_before_anything_is_written(backend: Backend) -> None:
+    async with backend() as bus:
         for bad in ("", "k" * 201, 7):
             with pytest.raises(InvalidKeyError) as err:
                 await bus.submit("a", "b", {"n": 1}, key=bad)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from peerbus import ack, claim_batch, close_bus, connect_bus, inbox, submit
+from peerbus.sqlite import ack, claim_batch, close_bus, connect_bus, inbox, submit
 from tests.peerbus.conftest import make_foreign, raw_insert
 
 

@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.bus import bus_app
-from peerbus import BusOptions, close_bus, connect_bus, prune
-from peerbus.shape import parse_stamp
+from peerbus import BusOptions
+from peerbus.sqlite import close_bus, connect_bus, prune
+from peerbus.sqlite.shape import parse_stamp
 from tests.peerbus.conftest import make_foreign
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -140,7 +141,7 @@ def test_a_row_exactly_at_the_cutoff_second_is_kept() -> None:
 def test_prune_works_in_chunks_past_unreadable_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("peerbus.maintenance.CHUNK", 3)
+    monkeypatch.setattr("peerbus.sqlite.maintenance.CHUNK", 3)
     path = make_foreign(tmp_path / "bus.sqlite")
     junk: tuple[object, object] = ("junk", None)
     day_old: tuple[object, object] = ("2027-01-14", None)

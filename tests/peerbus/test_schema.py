@@ -9,21 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from peerbus import (
-    BusOpenError,
-    BusOptions,
-    ForeignSchemaError,
-    SchemaTooNewError,
-    bus_identity,
-    claim_batch,
-    close_bus,
-    connect_bus,
-    inbox,
-    open_bus,
-    submit,
-)
-from peerbus.busfile import sidecar_path
-from peerbus.schema import (
+from peerbus import BusOpenError, BusOptions, ForeignSchemaError, SchemaTooNewError, open_bus
+from peerbus.sqlite import bus_identity, claim_batch, close_bus, connect_bus, inbox, submit
+from peerbus.sqlite.busfile import sidecar_path
+from peerbus.sqlite.schema import (
     CONTRACT_COLUMNS,
     CONTRACT_DDL,
     OWNED_MIGRATIONS,

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import peerbus as pb
-from peerbus.sidecar_identity import TableStamp, judge
+import peerbus.sqlite as sq
+from peerbus.sqlite.sidecar_identity import TableStamp, judge
 
 SEVEN = """CREATE TABLE returns (
     id INTEGER PRIMARY KEY AUTOINCREMENT, agent_role TEXT, recipient_role TEXT,
@@ -47,13 +48,13 @@ def _insert(path: Path, recipient: str | None, n: int) -> int:
 
 
 def _consume(path: Path, recipient: str = "b") -> tuple[int, ...]:
-    bus = pb.connect_bus(path, pb.BusOptions(durable=False))
+    bus = sq.connect_bus(path, pb.BusOptions(durable=False))
     try:
-        claim = pb.claim_batch(bus, recipient, senders=["a"])
-        pb.ack(bus, claim)
+        claim = sq.claim_batch(bus, recipient, senders=["a"])
+        sq.ack(bus, claim)
         return claim.ids
     finally:
-        pb.close_bus(bus)
+        sq.close_bus(bus)
 
 
 def test_a_table_made_again_delivers_its_new_rows(
@@ -65,24 +66,24 @@ def test_a_table_made_again_delivers_its_new_rows(
         _insert(path, "b", n)
     _insert(path, None, 9)
     assert _consume(path) == (1, 2, 3, 4)
-    old = pb.connect_bus(path)
+    old = sq.connect_bus(path)
     old_identity = old.identity
-    pb.close_bus(old)
+    sq.close_bus(old)
 
     _table(path, drop=True)  # same file, same inode: only the ids tell
     fresh = [_insert(path, "b", 10), _insert(path, None, 11)]
     with caplog.at_level(logging.WARNING, logger="peerbus"):
-        bus = pb.connect_bus(path)
+        bus = sq.connect_bus(path)
     try:
         assert bus.notice is not None and "belonged to another `returns` table" in bus.notice
         assert bus.identity != old_identity  # remembered ids of the old table are void
-        assert pb.claim_batch(bus, "b", senders=["a"]).ids == tuple(fresh)
+        assert sq.claim_batch(bus, "b", senders=["a"]).ids == tuple(fresh)
     finally:
-        pb.close_bus(bus)
+        sq.close_bus(bus)
     # Reported once: the next opener finds the sidecar recorded for this table.
-    again = pb.connect_bus(path)
+    again = sq.connect_bus(path)
     assert again.notice is not None and "belonged to another" not in again.notice
-    pb.close_bus(again)
+    sq.close_bus(again)
 
 
 def test_a_replaced_file_is_a_new_table(tmp_path: Path) -> None:
@@ -121,12 +122,12 @@ def test_read_only_commands_do_not_create_the_sidecar(tmp_path: Path) -> None:
     path = tmp_path / "returns.db"
     _table(path)
     _insert(path, "b", 1)
-    bus = pb.connect_bus(path, pb.BusOptions(inspect_only=True))
+    bus = sq.connect_bus(path, pb.BusOptions(inspect_only=True))
     try:
-        assert [p.id for p in pb.inbox(bus, "b")] == [1]
-        assert pb.stats(bus).rows_by_status == {"pending": 1}
+        assert [p.id for p in sq.inbox(bus, "b")] == [1]
+        assert sq.stats(bus).rows_by_status == {"pending": 1}
     finally:
-        pb.close_bus(bus)
+        sq.close_bus(bus)
     assert not list(tmp_path.glob("returns.db.*"))
 
 
@@ -161,7 +162,7 @@ def test_a_sidecar_deleted_under_a_consumer_gets_a_clear_message(tmp_path: Path)
             assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
             os.remove(tmp_path / "returns.db.peerbus")
             with pytest.raises(pb.SidecarLostError, match="deleted while a consumer"):
-                pb.connect_bus(path)
+                sq.connect_bus(path)
         finally:
             holder.kill()
 
@@ -173,10 +174,10 @@ _CLI = "import sys; from panels.cli.main import run_cli; sys.argv[0] = 'mnemara'
 _HOLDER = """
 import sys, time
 from pathlib import Path
-import peerbus as pb
-bus = pb.connect_bus(Path(sys.argv[1]))
-pb.submit(bus, "a", "b", {"n": 1})
-pb.claim_batch(bus, "b")
+import peerbus.sqlite as sq
+bus = sq.connect_bus(Path(sys.argv[1]))
+sq.submit(bus, "a", "b", {"n": 1})
+sq.claim_batch(bus, "b")
 print("ready", flush=True)
 time.sleep(60)
 """

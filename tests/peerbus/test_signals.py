@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from peerbus.signals import Signals, signal_name
+from peerbus.sqlite.signals import Signals, signal_name
 
 ODD_NAMES = [
     "../../escaped",

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import peerbus as pb
+import peerbus.sqlite as sq
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,7 @@ def table(tmp_path: Path) -> Path:
     return path
 
 
-async def _take(bus: pb.Bus) -> tuple[int, ...]:
+async def _take(bus: sq.Bus) -> tuple[int, ...]:
     claim = await bus.claim("b", senders=["a"])
     await bus.ack(claim)
     return claim.ids

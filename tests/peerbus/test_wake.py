@@ -15,7 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from peerbus import Bus, BusOptions, open_bus
+from peerbus import BusOptions, open_bus
+from peerbus.sqlite import Bus
 from tests.peerbus.conftest import in_another_process, raw_insert
 
 pytestmark = pytest.mark.anyio

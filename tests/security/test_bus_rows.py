@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from typer.testing import CliRunner
 
@@ -209,7 +210,9 @@ async def test_41_an_oversized_first_message_is_cut_to_the_batch_budget_with_a_m
     assert f"stays on the bus as message {ident}" in text
     (row,) = [r for r in window_rows(team, "a") if r.role == "user"]
     assert len(row.blocks[0]["text"]) < budget * 4 + 2_000  # the window holds the cut text
-    shown = cli.invoke(app, ["bus", "tail", "--db", str(team.bus_path), "--json"])
+    # The CLI runs its own event loop: call it from a worker thread, as a shell would.
+    tail = ["bus", "tail", "--db", team.bus, "--json"]
+    shown = await anyio.to_thread.run_sync(lambda: cli.invoke(app, tail))
     assert shown.exit_code == 0, shown.output
     assert json.loads(json.loads(shown.output)["payload_json"])["text"] == big
 
@@ -240,7 +243,7 @@ async def test_41_a_burst_is_taken_in_budgeted_batches_and_the_rest_stays_pendin
 async def _stats(team: Any) -> Any:
     from peerbus import open_bus
 
-    async with open_bus(team.bus_path, inspect_only=True) as bus:
+    async with open_bus(Path(team.bus), inspect_only=True) as bus:
         return await bus.stats()
 
 
@@ -333,7 +336,8 @@ async def test_44_a_poison_message_is_dead_lettered_and_the_next_one_delivered(
     rows = window_rows(team, "a")
     assert not [r for r in rows if r.status == "interrupted"]
     assert "POISON" not in json.dumps([r.blocks for r in rows])
-    listed = cli.invoke(app, ["bus", "dead", "--db", str(team.bus_path), "--panel", "a"])
+    dead = ["bus", "dead", "--db", team.bus, "--panel", "a"]
+    listed = await anyio.to_thread.run_sync(lambda: cli.invoke(app, dead))
     assert listed.exit_code == 0 and f"{first:>7} for a from b" in listed.output
 
 

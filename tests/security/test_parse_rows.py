@@ -141,7 +141,7 @@ async def test_42_deep_or_malformed_bus_rows_are_dead_lettered_and_the_rest_deli
     async with start_host(team, script) as (host, events, drivers):
         bus = host.services.bus
         first = await bus.submit(OPERATOR, operator_route("engineer"), {"text": "first"})
-        raw = sqlite3.connect(team.bus_path)
+        raw = sqlite3.connect(Path(team.bus))
         with raw:  # another writer, as a panel's Bash with `sqlite3` would be
             bad = [
                 raw.execute(

@@ -633,7 +633,7 @@ async def test_39_a_live_panel_may_not_write_its_team_file_or_foreign_bus(
         '[[panels.policy]]\ntool = "Write"\nmode = "allow"\n'
     )
     team = parse_team(source.read_text(), source=source, home=tmp_path / "mnemara-home")
-    bus = team.bus_path
+    bus = Path(team.bus)
     calls = {
         "team-cp": ToolCall("team-cp", "Bash", {"command": f"cp notes.txt {source}"}),
         "team-write": ToolCall("team-write", "Write", {"file_path": str(source), "content": "x"}),

@@ -22,7 +22,7 @@ import typer
 
 from panels.cli.main import app
 from panels.hostdb import PanelRow, connect, set_meta, upsert_panels
-from peerbus import close_bus, connect_bus
+from peerbus.sqlite import close_bus, connect_bus
 from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
 from runtime.store import TurnStore
@@ -274,6 +274,16 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "crew", "--older-than", "soon"], USAGE),
         (["--db", "{missing}"], BUS),
     ],
+    "bus migrate": [
+        ([], USAGE),
+        (["--to", "{dir}/new.sqlite"], USAGE),
+        (["--from", "{missing}", "-t", "crew", "--to", "{dir}/new.sqlite"], USAGE),
+        (["--from", "{missing}", "--to", "{dir}/new.sqlite"], BUS),
+        (["--from", "{file}", "--to", "{file}"], USAGE),
+        (["--from", "{file}", "--to", "mysql://db/x"], BUS),
+        (["--from", "{dir}", "--to", "{dir}/new.sqlite"], USAGE),
+        (["--from", "{file}", "--to", "postgresql://nobody:pw@127.0.0.1:1/x"], BUS),
+    ],
 }
 
 # One command line per command that would be fine but for MNEMARA_HOME being a file.
@@ -322,6 +332,7 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "bus dead": ["-t", "crew"],
     "bus retry": ["-t", "crew", "--all"],
     "bus prune": ["-t", "crew"],
+    "bus migrate": ["-t", "crew", "--to", "{dir}/new.sqlite"],
 }
 
 PASSTHROUGH = {"claude"}  # `-h` and unknown options belong to the bundled CLI

@@ -80,11 +80,13 @@ def test_nouns_have_one_spelling_everywhere() -> None:
             else:
                 assert option.metavar, f"{where} {option.opts}: no placeholder"
             for old in ("--to", "--recipient"):
-                if old in names:  # an old spelling is kept only beside the new one
+                # An old spelling is kept only beside the new one. `bus migrate --from
+                # --to` names two buses, not a panel: the spelling its issue asked for.
+                if old in names and words != ["bus", "migrate"]:
                     assert "--panel" in names, f"{where}: {old} alone"
             if "--role" in names and words[:1] == ["bus"]:
                 assert "--panel" in names, f"{where}: --role alone"
-    assert seen == {"team": 21, "panel": 16, "instance": 19}
+    assert seen == {"team": 22, "panel": 16, "instance": 19}
 
 
 def test_every_command_reports_its_errors() -> None:

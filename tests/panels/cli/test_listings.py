@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from panels.hostdb import PanelRow, append_events, connect, set_meta, upsert_panels
 from panels.hostdb.catalogue import Said
-from peerbus import close_bus, connect_bus, submit
+from peerbus.sqlite import close_bus, connect_bus, submit
 from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
 from runtime.store import TurnStore

@@ -20,12 +20,14 @@ from panels.cli.lazy import lazy_command
 from panels.cli.main import app, run_cli
 
 # Modules whose import cost is what start-up must not pay: the SDK, SQLite and its async
-# wrapper, the dashboard toolkit, rich, memory engines, HTTP, async runtimes, validation.
+# wrapper, PostgreSQL's driver, the dashboard toolkit, rich, memory engines, HTTP, async
+# runtimes, validation.
 HEAVY = (
     "claude_agent_sdk",
     "aiosqlite",
     "sqlite3",
     "_sqlite3",
+    "psycopg",
     "textual",
     "rich",
     "lancedb",

@@ -29,7 +29,7 @@ def store_of(team: Any, instance: str) -> TurnStore:
 async def _owed(team: Any, panel: str) -> list[Any]:
     from peerbus import open_bus
 
-    async with open_bus(team.bus_path, inspect_only=True) as bus:
+    async with open_bus(Path(team.bus), inspect_only=True) as bus:
         return await bus.inbox(operator_route(panel), senders=())
 
 
@@ -127,7 +127,7 @@ async def test_shutdown_releases_the_turn_in_flight_and_leaves_nothing_claimed(
     assert (settled.acked, settled.released) == ((ident,), ())
     from peerbus import open_bus
 
-    async with open_bus(team.bus_path) as bus:
+    async with open_bus(Path(team.bus)) as bus:
         stats = await bus.stats()
     assert sum(r.leased for r in stats.recipients) == 0
 
@@ -164,7 +164,7 @@ async def test_a_host_killed_mid_turn_loses_no_message(
     from peerbus import open_bus
 
     team.state_dir.mkdir(parents=True)
-    async with open_bus(team.bus_path) as bus:
+    async with open_bus(Path(team.bus)) as bus:
         ident = await bus.submit("b", "a", {"type": "message", "text": "survive me"})
     root = ROOT
     child = await anyio.open_process(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,8 @@ import pytest
 from panels.host import Host
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.demo import EXAMPLE, run_demo
-from panels.team import parse_team
+from panels.team import load_team, parse_team
+from peerbus import open_bus
 from runtime.store import TurnStore
 from tests.panels.host.conftest import FAST, Events
 
@@ -50,6 +52,30 @@ async def test_the_demo_team_runs_to_the_end(tmp_path: Path) -> None:
     assert "demo answers approval 1 (Bash wc -w wordcount.py): yes" in story
     assert "operator answer engineer (request=1 answer='yes')" in story  # a command's outcome
     assert "engineer   result: 4 wordcount.py" in story  # the approved call ran
+
+
+async def test_a_team_file_naming_a_postgresql_bus_runs_the_demo_unchanged(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The demo team, its team file's only change a `bus` line naming a PostgreSQL database:
+    the same story, every peer message on that database, nothing left claimed."""
+    team_dir = tmp_path / EXAMPLE.name
+    shutil.copytree(EXAMPLE, team_dir, ignore=shutil.ignore_patterns("work"))
+    team_file = team_dir / "team.toml"
+    text = team_file.read_text(encoding="utf-8")
+    team_file.write_text(text.replace("[team]\n", f'[team]\nbus = "{pg_url}"\n', 1))
+    team = load_team(team_file, home=tmp_path / "home")
+    assert team.bus == pg_url and team.bus_file is None
+    lines: list[str] = []
+    result = await run_demo(tmp_path, out=lines.append, limit=90, team=team)
+    story = "\n".join(lines)
+    assert result.quiet and result.halted and result.claimed == 0, story
+    assert "engineer   result: 4 wordcount.py" in story and "task-1 done" in story
+    async with open_bus(pg_url) as bus:
+        sent = {(r.sender, r.recipient) for r in await bus.history(limit=500)}
+    assert ("producer", "engineer") in sent and ("engineer", "producer") in sent
+    assert (team.state_dir / "bus.sqlite").is_file()  # operator input stayed on this host
+    assert "pg-test-secret" not in story  # the bus is named without its password
 
 
 def cli_children() -> list[int]:

@@ -152,7 +152,7 @@ async def test_a_tool_cannot_write_the_teams_databases(
     """Writes to the host's own databases are denied, not asked (an approved write there
     could forge messages): the team passes its bus and host database to the policy."""
     team = make_team(tmp_path, panels("a"))
-    forge = [ToolCall("w", "Write", {"file_path": str(team.bus_path), "content": "x"})]
+    forge = [ToolCall("w", "Write", {"file_path": str(Path(team.bus)), "content": "x"})]
     async with start_host(team, {"a": [[*forge, Usage(1, 1), Done()]]}) as (host, events, _):
         await run_turn(host, events)
     (result,) = events.of("tool_result", "a")

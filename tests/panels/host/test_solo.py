@@ -44,7 +44,7 @@ async def test_a_peer_poll_instance_answers_a_foreign_table_without_a_poll_inter
     make_instance(mnemara_home, "panel-b", peer_poll_enabled=True, peer_db_path=str(db),
                   peer_poll_roles="panel-a", peer_poll_interval_seconds=30)  # fmt: skip
     team = solo_team("panel-b", cwd=tmp_path)
-    assert team.bus_path == db and team.panels[0].listens_to == ("panel-a",)
+    assert Path(team.bus) == db and team.panels[0].listens_to == ("panel-a",)
     driver = ScriptedDriver([reply("got it")])
     screen = Screen()
     terminal = Terminal(out=screen, read_line=feeder(["@got it@/quit"], screen))
@@ -78,7 +78,7 @@ async def test_the_solo_face_sends_operator_input_and_quits(
     out = await drive_repl(["/inbox off", "hello", "/quit"], driver, tmp_path, instance="me")
     assert "inbox delivery is off" in out and "assistant: hi there" in out
     assert driver.requests[0].blocks[-1]["text"] == "hello"
-    bus = sqlite3.connect(solo_team("me").bus_path)  # /quit left nothing claimed
+    bus = sqlite3.connect(Path(solo_team("me").bus))  # /quit left nothing claimed
     leased = bus.execute("SELECT count(*) FROM peerbus_receipts WHERE state = 'leased'")
     assert leased.fetchone()[0] == 0
     assert bus.execute("SELECT count(*) FROM peerbus_receipts WHERE state = 'done'").fetchone()[0]
@@ -98,9 +98,9 @@ def test_a_solo_host_and_a_team_of_the_same_name_never_share_a_folder(
     solo = solo_team("solo", home=mnemara_home)
     assert solo.state_dir == mnemara_home / "solo" / "host"
     assert team.state_dir == mnemara_home / "_teams" / "solo"
-    assert not {solo.hostdb_path, solo.bus_path, solo.pid_path} & {
+    assert not {solo.hostdb_path, Path(solo.bus), solo.pid_path} & {
         team.hostdb_path,
-        team.bus_path,
+        Path(team.bus),
         team.pid_path,
     }
 

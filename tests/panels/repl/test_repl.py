@@ -184,7 +184,7 @@ async def test_a_failed_turn_is_shown_once_and_its_input_is_not_delivered_again(
     assert "user      interrupted" in out  # the input is kept in the window, marked
     assert "assistant: fine" in out
     assert [r.blocks[-1]["text"] for r in driver.requests] == ["first", "second"]
-    async with open_bus(solo_team("solo").bus_path) as bus:
+    async with open_bus(Path(solo_team("solo").bus)) as bus:
         assert await bus.inbox(operator_route("solo"), senders=()) == []  # nothing left
 
 

@@ -54,7 +54,7 @@ def test_a_good_file_resolves_paths_from_its_directory(tmp_path: Path, crew: Pat
     source = crew
     team = parse_team(GOOD, source=source, home=tmp_path / "home")
     assert team.name == "crew"
-    assert team.bus_path == tmp_path / "shared" / "peer.db" and not team.bus_is_default
+    assert Path(team.bus) == tmp_path / "shared" / "peer.db" and not team.bus_is_default
     assert team.rehearsal == tmp_path / "script.toml"
     assert team.workdir == tmp_path
     assert team.state_dir == tmp_path / "home" / "_teams" / "crew"
@@ -69,11 +69,30 @@ def test_a_good_file_resolves_paths_from_its_directory(tmp_path: Path, crew: Pat
     assert engineer.policy[0].tool == "Bash" and engineer.policy[0].mode == "allow"
 
 
+@pytest.mark.parametrize(
+    ("bus", "expected"),
+    [
+        ("sqlite:///shared/peer.db", "{dir}/shared/peer.db"),
+        ("sqlite:////srv/peer.db", "/srv/peer.db"),
+        ("postgresql://mnemara:secret@db.internal:5432/team", None),
+        ("postgres://db.internal/team", None),
+    ],
+)
+def test_the_bus_may_be_a_url(tmp_path: Path, crew: Path, bus: str, expected: str | None) -> None:
+    text = GOOD.replace('bus = "shared/peer.db"', f'bus = "{bus}"')
+    team = parse_team(text, source=crew, home=tmp_path / "home")
+    if expected is None:  # PostgreSQL: the URL as given, no file to hide from the panels
+        assert team.bus == bus and team.bus_file is None and not team.sandbox.masked
+    else:
+        assert team.bus == expected.format(dir=tmp_path) == str(team.bus_file)
+        assert team.sandbox.masked and str(team.sandbox.masked[0]) == team.bus
+
+
 def test_the_default_bus_lives_in_the_team_state_directory(tmp_path: Path) -> None:
     team = parse_team(
         '[team]\nname = "t"\n[[panels]]\nname = "a"\n', source=tmp_path / "t.toml", home=tmp_path
     )
-    assert team.bus_path == tmp_path / "_teams" / "t" / "bus.sqlite" and team.bus_is_default
+    assert Path(team.bus) == tmp_path / "_teams" / "t" / "bus.sqlite" and team.bus_is_default
 
 
 @pytest.mark.parametrize(
@@ -88,6 +107,10 @@ def test_the_default_bus_lives_in_the_team_state_directory(tmp_path: Path) -> No
         (GOOD.replace("max_concurrent_turns = 3", "max_concurrent_turns = 0"), 5,
          "team.max_concurrent_turns", "greater than or equal"),
         (GOOD.replace('mode = "allow"', 'mode = "maybe"'), 29, "panels[1].policy[0].mode", "allow"),
+        (GOOD.replace('bus = "shared/peer.db"', 'bus = "mysql://db/team"'), 4, "team.bus",
+         "unknown kind of bus"),
+        (GOOD.replace('bus = "shared/peer.db"', 'bus = "sqlite://peer.db"'), 4, "team.bus",
+         "sqlite:///relative/path"),
     ],
 )  # fmt: skip
 def test_errors_name_file_line_and_field(

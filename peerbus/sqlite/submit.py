@@ -26,28 +26,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from peerbus.busfile import BusFile
-from peerbus.candidates import Route
-from peerbus.compat import session_id, writable_shape
+from peerbus.model import Outgoing, iso
 from peerbus.payload import check_key, check_role, encode_payload
-from peerbus.receipts import iso
-from peerbus.shape import ForeignShape, quote
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    """One message to submit. `recipient` None is a broadcast."""
-
-    recipient: str | None
-    payload: dict[str, Any]
-    topic: str | None = None
-    # The recipient epoch this message is meant for; None: the recipient's current epoch.
-    recipient_epoch: int | None = None
-    # Idempotency key: a second submit with the same key writes nothing, returns the first id.
-    key: str | None = None
+from peerbus.routing import Route
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.compat import session_id, writable_shape
+from peerbus.sqlite.shape import ForeignShape, quote
 
 
 def submit(

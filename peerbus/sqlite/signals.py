@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from peerbus.watch import (
+from peerbus.sqlite.watch import (
     IN_ATTRIB,
     IN_DELETE_SELF,
     IN_IGNORED,

@@ -10,10 +10,10 @@ import sqlite3
 from collections.abc import Collection
 from functools import partial
 
-from peerbus.busfile import BusFile
-from peerbus.compat import foreign_shape
-from peerbus.receipts import ids_json
-from peerbus.shape import parse_stamp
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.compat import foreign_shape
+from peerbus.sqlite.receipts import ids_json
+from peerbus.sqlite.shape import parse_stamp
 
 CHUNK = 2000
 

@@ -10,12 +10,7 @@ against 0.8 ms on a cold cursor over 1M rows).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection
-from dataclasses import dataclass
-
-from peerbus.busfile import BusFile
-from peerbus.payload import check_role
+from peerbus.sqlite.busfile import BusFile
 
 _DIRECT = "r.recipient_role = :me"
 _BROADCAST = """r.recipient_role IS NULL AND r.agent_role IS NOT :me
@@ -35,37 +30,6 @@ def _arms(bus: BusFile, *, columns: str, receipt: str, order_limit: str) -> str:
 
 # Receipt states that still owe the recipient a delivery or an ack.
 OPEN_STATES = "('leased', 'waiting')"
-
-
-@dataclass(frozen=True)
-class Route:
-    """One recipient and the senders whose broadcasts it takes (None: every sender)."""
-
-    recipient: str
-    senders: tuple[str, ...] | None
-
-    @classmethod
-    def of(cls, recipient: str, senders: Collection[str] | None) -> Route:
-        check_role(recipient, field="recipient")
-        if senders is None:
-            return cls(recipient, None)
-        if isinstance(senders, str):
-            senders = [s for s in senders.split(",") if s.strip()]
-        return cls(
-            recipient, tuple(sorted({check_role(s.strip(), field="sender") for s in senders}))
-        )
-
-    @property
-    def senders_json(self) -> str | None:
-        return None if self.senders is None else json.dumps(list(self.senders))
-
-    def params(self, after: int) -> dict[str, object]:
-        return {
-            "me": self.recipient,
-            "after": after,
-            "all_senders": 1 if self.senders is None else 0,
-            "senders": self.senders_json or "[]",
-        }
 
 
 def epoch_column(bus: BusFile) -> str:

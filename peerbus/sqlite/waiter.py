@@ -35,8 +35,8 @@ from pathlib import Path
 import anyio
 
 from peerbus.model import BusOptions
-from peerbus.signals import Signals, SignalWatcher
-from peerbus.watch import Inotify, Signature, file_signature, touched, watch_directories
+from peerbus.sqlite.signals import Signals, SignalWatcher
+from peerbus.sqlite.watch import Inotify, Signature, file_signature, touched, watch_directories
 
 # The key a waiter parks under: a recipient, or None for "any change".
 Key = str | None

@@ -14,16 +14,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from peerbus.busfile import BusFile, note_seen
-from peerbus.candidates import Route, open_rows_sql
-from peerbus.compat import queue_done
 from peerbus.jsonload import load_json
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+from peerbus.model import iso
+from peerbus.routing import Route
+from peerbus.sqlite.busfile import BusFile, note_seen
+from peerbus.sqlite.candidates import open_rows_sql
+from peerbus.sqlite.compat import queue_done
 
 
 def ids_json(ids: Sequence[int]) -> str:

@@ -23,12 +23,12 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from peerbus.busfile import BusFile
-from peerbus.candidates import Route, claimable_sql
-from peerbus.compat import flush_status
 from peerbus.model import Claim
-from peerbus.receipts import advance_watermark, ensure_recipient, finish
-from peerbus.routing import Budget, Candidate, Plan, plan_claim
+from peerbus.routing import Budget, Candidate, Plan, Route, plan_claim
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.candidates import claimable_sql
+from peerbus.sqlite.compat import flush_status
+from peerbus.sqlite.receipts import advance_watermark, ensure_recipient, finish
 
 log = logging.getLogger("peerbus")
 

@@ -21,10 +21,10 @@ import logging
 import sqlite3
 from collections.abc import Collection
 
-from peerbus.busfile import BusFile
-from peerbus.compat import flush_status
-from peerbus.model import Claim, SettleResult
-from peerbus.receipts import advance_watermark, ids_json, iso, update_contract_status
+from peerbus.model import Claim, SettleResult, iso
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.compat import flush_status
+from peerbus.sqlite.receipts import advance_watermark, ids_json, update_contract_status
 
 log = logging.getLogger("peerbus")
 

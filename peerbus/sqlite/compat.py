@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from peerbus.busfile import BusFile
-from peerbus.shape import ForeignShape, read_shape, require_writable
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.shape import ForeignShape, read_shape, require_writable
 
 
 def foreign_shape(bus: BusFile, conn: sqlite3.Connection) -> ForeignShape:

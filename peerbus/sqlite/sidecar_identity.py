@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from peerbus import schema
+from peerbus.sqlite import schema
 
 # Which table a sidecar belongs to. The foreign schema is never touched, so the sidecar
 # keeps the table's stamp in its own peerbus_meta: the file's inode, its birth time where

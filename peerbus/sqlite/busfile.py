@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from peerbus import schema
 from peerbus.errors import BusOpenError, SchemaTooNewError, SidecarLostError
-from peerbus.gate import WriterGate
 from peerbus.model import BusOptions, Mode
-from peerbus.shape import ForeignShape, read_shape, require_writable
-from peerbus.sidecar_identity import mismatch, recorded_stamp, restart_or_record, table_stamp
-from peerbus.signals import Signals
-from peerbus.txn import RetryPolicy, run_bare, run_read, run_write
+from peerbus.sqlite import schema
+from peerbus.sqlite.gate import WriterGate
+from peerbus.sqlite.shape import ForeignShape, read_shape, require_writable
+from peerbus.sqlite.sidecar_identity import mismatch, recorded_stamp, restart_or_record, table_stamp
+from peerbus.sqlite.signals import Signals
+from peerbus.sqlite.txn import RetryPolicy, run_bare, run_read, run_write
 
 T = TypeVar("T")
 log = logging.getLogger("peerbus")

@@ -10,20 +10,13 @@ import json
 import sqlite3
 from collections.abc import Collection
 
-from peerbus.busfile import BusFile
-from peerbus.candidates import Route, open_rows_sql
-from peerbus.compat import foreign_shape
 from peerbus.jsonload import load_json
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
-
-
-def cell_text(value: object) -> str:
-    """A column's value as text: NULL as "", bytes decoded (bad bytes replaced)."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+from peerbus.render import cell_text
+from peerbus.routing import Route
+from peerbus.sqlite.busfile import BusFile
+from peerbus.sqlite.candidates import open_rows_sql
+from peerbus.sqlite.compat import foreign_shape
 
 
 def _opt(value: object) -> str | None:

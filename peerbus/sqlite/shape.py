@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from peerbus.errors import BusOpenError
-from peerbus.schema import CONTRACT_COLUMNS
+from peerbus.sqlite.schema import CONTRACT_COLUMNS
 
 # Rows whose `submitted_at` decides the format: the newest ones, as the table is now.
 SAMPLE = 20

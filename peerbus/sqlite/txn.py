@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from peerbus.errors import BusBusyError
-from peerbus.gate import GateTimeout, WriterGate
+from peerbus.sqlite.gate import GateTimeout, WriterGate
 
 T = TypeVar("T")
 

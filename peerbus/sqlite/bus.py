@@ -1,4 +1,5 @@
-"""The async bus: the sync SQL functions run on one connection behind one worker thread.
+"""The SQLite bus (a `BusBackend`): the sync SQL functions run on one connection behind one
+worker thread.
 
 `open_bus` owns the connection for the life of its `async with` block. Every call goes
 through `anyio.to_thread.run_sync` with a CapacityLimiter(1): the connection is used by
@@ -20,16 +21,24 @@ from typing import Any, TypeVar
 
 import anyio
 
-from peerbus import claim as claim_mod
-from peerbus import maintenance, queries, settle, submit
-from peerbus.busfile import BusFile, bus_identity, close_bus, connect_bus, sidecar_path
-from peerbus.candidates import Route
-from peerbus.errors import BusOpenError
-from peerbus.model import BusOptions, BusStats, Claim, DeadLetter, Pending, Record, SettleResult
-from peerbus.receipts import shared_consumer_warning, start_route
-from peerbus.submit import Outgoing
-from peerbus.waiter import ChangeWaiter
-from peerbus.watch import Signature, data_versions, watched_paths
+from peerbus.dump import BusDump
+from peerbus.model import (
+    BusOptions,
+    BusStats,
+    Claim,
+    DeadLetter,
+    Outgoing,
+    Pending,
+    Record,
+    SettleResult,
+)
+from peerbus.routing import Route
+from peerbus.sqlite import claim as claim_mod
+from peerbus.sqlite import dump, maintenance, queries, settle, submit
+from peerbus.sqlite.busfile import BusFile, bus_identity, close_bus, connect_bus, sidecar_path
+from peerbus.sqlite.receipts import shared_consumer_warning, start_route
+from peerbus.sqlite.waiter import ChangeWaiter
+from peerbus.sqlite.watch import Signature, data_versions, watched_paths
 
 T = TypeVar("T")
 log = logging.getLogger("peerbus")
@@ -49,6 +58,16 @@ class Bus:
         self._claim_generation: dict[str, int] = {}
         self._originals: dict[str, tuple[Path, tuple[int, int, int] | None]] = {}
         self._last_claim_generation = 0
+
+    scheme = "sqlite"
+
+    @property
+    def location(self) -> str:
+        return str(self.file.path)
+
+    @property
+    def options(self) -> BusOptions:
+        return self.file.options
 
     @property
     def mode(self) -> str:
@@ -251,6 +270,17 @@ class Bus:
             self._bump([recipient])  # None (every recipient's dead letters): everyone
         return moved
 
+    async def export_dump(self) -> BusDump:
+        """The whole bus, for `bus migrate` (sqlite/dump.py)."""
+        return await self._run(dump.export_dump, self.file)
+
+    async def import_dump(self, whole: BusDump) -> None:
+        """Fill this empty owned bus with `whole`: ids, receipts, keys and identity kept."""
+        await self._run(dump.import_dump, self.file, whole)
+        if whole.bus_id:
+            self.file = dataclasses.replace(self.file, identity=whole.bus_id)
+        self._bump([None])
+
     async def generation(self, *, recipient: str | None = None) -> int:
         """The change counter now; a reader (tail, dashboard) passes it to wait_for_change
         as `since` before it reads, so a change during the read still wakes it. With
@@ -302,24 +332,6 @@ class Bus:
         )
 
 
-def read_original_watermark(path: Path) -> int | None:
-    """The id in the original mnemara's `<instance>/peer_poll_watermark`, or None when the
-    file is absent. Raises BusOpenError (naming the file) when it holds anything else."""
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise BusOpenError(f"cannot read it ({exc}); check its permissions", path=path) from exc
-    if not text.isdigit():
-        raise BusOpenError(
-            f"holds {text[:40]!r}, not a message id; fix it or delete it to start after the "
-            "highest id in the table",
-            path=path,
-        )
-    return int(text)
-
-
 def _stat_key(path: Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
@@ -329,15 +341,10 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
 
 
 @asynccontextmanager
-async def open_bus(
-    path: Path | str, *, options: BusOptions | None = None, **overrides: Any
-) -> AsyncIterator[Bus]:
-    """Open the bus at `path` for the block; keyword overrides replace `options` fields."""
-    if "silent_types" in overrides:
-        overrides["silent_types"] = frozenset(overrides["silent_types"])
-    opts = dataclasses.replace(options or BusOptions(), **overrides)
+async def open_sqlite_bus(path: Path, opts: BusOptions) -> AsyncIterator[Bus]:
+    """Open the bus file at `path` for the block (`peerbus.open_bus` chooses this backend)."""
     limiter = anyio.CapacityLimiter(1)
-    file = await anyio.to_thread.run_sync(connect_bus, Path(path), opts, limiter=limiter)
+    file = await anyio.to_thread.run_sync(connect_bus, path, opts, limiter=limiter)
     bus: Bus | None = None
     try:
         bus = Bus(file, limiter)
