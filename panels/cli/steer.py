@@ -242,8 +242,10 @@ def _list_inbox(team: str, panel: str) -> None:
         raise _no_panel(panel, team)
     state = "on" if rows[panel].inbox else "off"
     # Operator input waits on the host's own bus: the team's, unless that one is foreign.
-    bus = meta.get("bus", "")
-    operator = _waiting(meta.get("operator_bus") or bus, operator_route(panel), senders=[])
+    from panels.team import recorded_bus
+
+    bus = recorded_bus(meta)
+    operator = _waiting(recorded_bus(meta, "operator_bus") or bus, operator_route(panel), [])
     peers = _waiting(bus, panel, senders=None)
     waiting = [(item, True) for item in operator] + [(item, False) for item in peers]
     typer.echo(f"{panel}: delivery of peer messages is {state}; {len(waiting)} waiting")

@@ -94,9 +94,11 @@ def bus_location(team: str) -> str:
     if (state / "host.sqlite").is_file():
         conn = connect(state / "host.sqlite", create=False)
         try:
-            recorded = get_meta(conn).get("bus")
+            meta = get_meta(conn)
         finally:
             conn.close()
-        if recorded:
+        from panels.team import recorded_bus
+
+        if recorded := recorded_bus(meta):
             return recorded
     return str(state / "bus.sqlite")

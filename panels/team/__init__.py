@@ -9,7 +9,14 @@ needs the whole file or the disk), load (paths and the spec), limits (the merge)
 
 from panels.team.errors import Problem, TeamFileError
 from panels.team.limits import merge_limits
-from panels.team.load import PanelSpec, TeamSpec, build_spec, load_team, parse_team
+from panels.team.load import (
+    PanelSpec,
+    TeamSpec,
+    build_spec,
+    load_team,
+    parse_team,
+    recorded_bus,
+)
 from panels.team.model import (
     KNOWN_KINDS,
     BatchSettings,
@@ -38,4 +45,5 @@ __all__ = [
     "load_team",
     "merge_limits",
     "parse_team",
+    "recorded_bus",
 ]

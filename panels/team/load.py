@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from panels.team.checks import Finding, check_team, resolve_path
 from panels.team.errors import Problem, TeamFileError
 from panels.team.locate import Loc, dotted, line_of
 from panels.team.model import DUPLICATE_ERROR, BatchSettings, PanelModel, TeamBudget, TeamModel
-from peerbus.location import parse_location
+from peerbus.location import parse_location, redact
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
 from runtime.jsonload import load_toml
@@ -218,6 +219,23 @@ def build_spec(
         shared_memory=team.memory == "shared",
         sandbox=_sandbox(model, base=base, source=source, bus=bus),
     )
+
+
+def recorded_bus(meta: Mapping[str, str], key: str = "bus") -> str:
+    """The bus a running host uses (meta `key`: "bus" or "operator_bus"), for a viewer.
+
+    The host records a URL without its password. When its team file (meta `source`) still
+    names that bus, the team file's URL comes back whole, password included; otherwise the
+    recorded one, and libpq takes the password from PGPASSWORD or ~/.pgpass."""
+    recorded = meta.get(key, "")
+    source = meta.get("source", "")
+    if "://" not in recorded or not source:
+        return recorded
+    try:
+        bus = load_team(source).bus
+    except TeamFileError:
+        return recorded
+    return bus if redact(bus) == recorded else recorded
 
 
 def bus_file(bus: str | None) -> Path | None:

@@ -37,6 +37,7 @@ from panels.hostdb.verbs import (
     Resume,
     Stop,
 )
+from panels.team import recorded_bus
 from panels.ui.approvals import ApprovalQueue, Question
 from panels.ui.buspane import BusPane
 from panels.ui.commands import Sender, open_sender
@@ -158,8 +159,7 @@ class DashboardApp(OperatorApp):
             await self._read_replay()
             pid = self.meta.get("pid", "")
             self.running = pid.isdigit() and pid_alive(int(pid))
-            bus = self.meta.get("bus")
-            self.main.query_one(BusPane).bus_location = bus or None
+            self.main.query_one(BusPane).bus_location = recorded_bus(self.meta) or None
         if changes.panels is not None:
             await self._show_panels(changes.panels)
         self.running = host_running([logged.event for logged in changes.events], self.running)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from panels.team import Problem, TeamFileError, load_team, parse_team
+from panels.team import Problem, TeamFileError, load_team, parse_team, recorded_bus
 from runtime.errors import ConfigError
 
 GOOD = """
@@ -295,3 +295,18 @@ def test_the_error_keeps_the_config_error_shape(tmp_path: Path) -> None:
     assert str(error) == f"{tmp_path / 't.toml'}:2: field 'team.name': broken"
     assert error.problems == (Problem(tmp_path / "t.toml", 2, "team.name", "broken"),)
     assert str(TeamFileError.single("no such file", path=None)) == "team file: no such file"
+
+
+def test_a_viewer_gets_the_password_back_from_the_team_file(tmp_path: Path, crew: Path) -> None:
+    """The host records its bus without the password; a viewer (CLI, dashboard) reads the
+    whole URL from the team file while that file still names the same bus."""
+    url = "postgresql://mnemara:secret@db.internal/team"
+    crew.write_text(GOOD.replace('bus = "shared/peer.db"', f'bus = "{url}"'))
+    meta = {"bus": "postgresql://mnemara@db.internal/team", "source": str(crew)}
+    assert recorded_bus(meta) == url
+    crew.write_text(GOOD.replace('bus = "shared/peer.db"', 'bus = "postgresql://x@other/db"'))
+    assert recorded_bus(meta) == meta["bus"]  # the file moved on: what the host recorded
+    crew.write_text("not toml [")
+    assert recorded_bus(meta) == meta["bus"]
+    assert recorded_bus({"bus": "/a/bus.sqlite", "source": str(crew)}) == "/a/bus.sqlite"
+    assert recorded_bus({}) == ""
