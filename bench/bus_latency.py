@@ -38,7 +38,7 @@ from pathlib import Path
 
 from bus_idle_cpu import bare_sleep, cpu_seconds, idle
 from bus_latency_report import Trial, passed, print_side_by_side, print_trials, verdict
-from pgserver import PgTarget, TargetError, load, open_pg_target
+from pgserver import PgTarget, TargetError, bus_parser, load, open_pg_target
 
 P99_TARGET_MS = 10.0  # at 8 recipients, unloaded
 PG_P99_TARGET_MS = 20.0  # PostgreSQL on loopback, at 8 recipients
@@ -187,19 +187,7 @@ def run_trial(args: argparse.Namespace, count: int, pg: PgTarget | None = None) 
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog="With --bus, the bench creates the bus tables in that database if it has "
-        "none, and empties them before each case (TRUNCATE); it refuses a database whose "
-        "bus already holds messages, recipients or keys unless --reset is given. Without "
-        "--bus it starts a throwaway PostgreSQL server (or runs SQLite alone when it cannot).",
-    )
-    parser.add_argument(
-        "--bus", metavar="URL", help="a postgresql:// URL to measure (default: a throwaway server)"
-    )
-    parser.add_argument(
-        "--reset", action="store_true", help="let the bench delete what the --bus bus holds"
-    )
+    parser = bus_parser(__doc__)
     parser.add_argument(
         "--recipients", default="2,8", help="comma-separated recipient counts (default 2,8)"
     )

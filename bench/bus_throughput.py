@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
-from pgserver import PgTarget, TargetError, load, open_pg_target
+from pgserver import PgTarget, TargetError, bus_parser, load, open_pg_target
 
 from peerbus import BusOptions, Outgoing, open_bus
 from peerbus.sqlite import (
@@ -157,20 +157,8 @@ def run(args: argparse.Namespace, pg: PgTarget | str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog="With --bus, the bench creates the bus tables in that database if it has "
-        "none, and empties them before each case (TRUNCATE); it refuses a database whose "
-        "bus already holds messages, recipients or keys unless --reset is given. Without "
-        "--bus it starts a throwaway PostgreSQL server (or runs SQLite alone when it cannot).",
-    )
+    parser = bus_parser(__doc__)
     parser.add_argument("--messages", type=int, default=3000)
-    parser.add_argument(
-        "--bus", metavar="URL", help="a postgresql:// URL to measure (default: a throwaway server)"
-    )
-    parser.add_argument(
-        "--reset", action="store_true", help="let the bench delete what the --bus bus holds"
-    )
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="trio")
     args = parser.parse_args()
     if args.messages < 10:

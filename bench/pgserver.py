@@ -18,6 +18,7 @@ work is split between its process and the server's, and the figures show both.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import os
 import sys
@@ -221,3 +222,21 @@ def open_pg_target(url: str | None, reset: bool) -> Iterator[PgTarget | str]:
     except PeerbusError as exc:
         raise TargetError(" ".join(str(exc).split())) from None
     yield target
+
+
+def bus_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The argument parser of a bench that measures both backends: its `--bus` and `--reset`."""
+    parser = argparse.ArgumentParser(
+        description=(doc or "").splitlines()[0],
+        epilog="With --bus, the bench creates the bus tables in that database if it has "
+        "none, and empties them before each case (TRUNCATE); it refuses a database whose "
+        "bus already holds messages, recipients or keys unless --reset is given. Without "
+        "--bus it starts a throwaway PostgreSQL server (or runs SQLite alone when it cannot).",
+    )
+    parser.add_argument(
+        "--bus", metavar="URL", help="a postgresql:// URL to measure (default: a throwaway server)"
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="let the bench delete what the --bus bus holds"
+    )
+    return parser

@@ -46,6 +46,15 @@ def check_key(key: object) -> str:
     return key
 
 
+MAX_TOPIC = 200
+
+
+def topic_text(topic: object) -> str | None:
+    """The topic as stored (`task_id`): text of at most MAX_TOPIC characters, a NUL (which
+    PostgreSQL cannot store) shown as U+FFFD, the same on every backend."""
+    return None if topic is None else str(topic)[:MAX_TOPIC].replace("\x00", "\ufffd")
+
+
 def json_kind(value: object) -> str:
     """The JSON name of a decoded value's type, for messages."""
     if isinstance(value, dict):

@@ -42,6 +42,14 @@ class PgSchemaTooNewError(SchemaTooNewError):
         )
 
 
+class PgRefusedError(PeerbusError):
+    """Raised when the server refused a statement for what it holds (text with a NUL
+    character, a constraint): nothing was written, and running it again cannot help."""
+
+    def __init__(self, *, url: str, cause: str) -> None:
+        _init(self, f"the server refused the change ({cause}); nothing was written", url)
+
+
 class PgBusyError(BusBusyError):
     """Raised when the server stayed unreachable (or kept refusing the transaction) past
     the lock deadline."""

@@ -30,7 +30,7 @@ import psycopg
 
 from peerbus.location import redact
 from peerbus.model import BusOptions
-from peerbus.postgres.errors import PgBusyError
+from peerbus.postgres.errors import PgBusyError, PgRefusedError
 
 T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -126,13 +126,13 @@ class Pool:
                 )
             except psycopg.Error as exc:
                 if not transient(exc):
-                    raise
+                    # The server refused the statement itself (bad data, a constraint):
+                    # running it again cannot help. Callers see a bus error, not the driver's.
+                    raise PgRefusedError(url=self.location, cause=self._why(exc)) from None
                 attempts += 1
                 now = time.monotonic()
                 started = now if started is None else started
-                cause = scrub(
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else "", self.url
-                )
+                cause = self._why(exc)
                 if now - started >= self.options.lock_deadline:
                     raise PgBusyError(
                         url=self.location, waited=now - started, attempts=attempts, cause=cause
@@ -141,6 +141,11 @@ class Pool:
                     log.warning("%s: %s; retrying", self.location, cause or type(exc).__name__)
             await anyio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
+
+    def _why(self, exc: BaseException) -> str:
+        """The driver's first line about `exc`, without the password."""
+        text = str(exc).strip()
+        return scrub(text.splitlines()[0] if text else type(exc).__name__, self.url)
 
     def close(self) -> None:
         """Close every idle connection (those in use close when they come back)."""

@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from peerbus.model import BusOptions, Outgoing, iso
-from peerbus.payload import check_key, check_role, encode_payload
+from peerbus.payload import check_key, check_role, encode_payload, topic_text
 from peerbus.postgres.channels import channels_for
 from peerbus.postgres.pool import Conn
 from peerbus.routing import Route
@@ -56,7 +56,7 @@ def prepare(sender: str, messages: Sequence[Outgoing], options: BusOptions) -> l
         text = encode_payload(
             m.payload, max_bytes=options.max_payload_bytes, max_depth=options.max_depth
         )
-        out.append(Prepared(m, text, None if m.topic is None else str(m.topic)[:200]))
+        out.append(Prepared(m, text, topic_text(m.topic)))
     return out
 
 

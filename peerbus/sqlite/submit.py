@@ -29,7 +29,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from peerbus.model import Outgoing, iso
-from peerbus.payload import check_key, check_role, encode_payload
+from peerbus.payload import check_key, check_role, encode_payload, topic_text
 from peerbus.routing import Route
 from peerbus.sqlite.busfile import BusFile
 from peerbus.sqlite.compat import session_id, writable_shape
@@ -67,7 +67,7 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
         text = encode_payload(
             m.payload, max_bytes=bus.options.max_payload_bytes, max_depth=bus.options.max_depth
         )
-        topic = None if m.topic is None else str(m.topic)[:200]
+        topic = topic_text(m.topic)
         rows.append((m, text, topic))
 
     def work(conn: sqlite3.Connection) -> list[int]:

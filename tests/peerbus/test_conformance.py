@@ -45,6 +45,17 @@ async def test_refused_payloads_write_nothing(backend: Backend) -> None:
         assert await bus.history() == []
 
 
+async def test_text_every_backend_stores_alike(backend: Backend) -> None:
+    """NULs (PostgreSQL stores none) in a payload, a topic or a sender's text; a long topic."""
+    async with backend() as bus:
+        ident = await bus.submit("a", "b", {"text": "nul\x00here"}, topic="t\x00" + "x" * 300)
+        (row,) = await bus.history()
+        assert row.id == ident and json.loads(row.payload_json) == {"text": "nul\x00here"}
+        assert row.topic == "t\ufffd" + "x" * 198
+        (message,) = (await bus.claim("b")).messages
+        assert message.payload == {"text": "nul\x00here"} and message.topic == row.topic
+
+
 async def test_recipient_filtering(backend: Backend) -> None:
     async with backend() as bus:
         mine = await bus.submit("x", "b", {"t": "direct from anyone"})

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from panels.cli.bus import bus_app
 from peerbus import BusBackend, BusDump, Outgoing, open_bus
-from tests.peerbus.conftest import make_foreign
+from tests.peerbus.conftest import make_foreign, raw_insert
 
 runner = CliRunner()
 
@@ -110,3 +110,14 @@ def test_the_target_must_be_empty(tmp_path: Path, pg_url: str) -> None:
     assert code == 2 and "the same bus" in out
     code, out = migrate(str(tmp_path / "missing.sqlite"), pg_url)
     assert code == 9 and "no bus at" in out
+
+
+def test_what_postgresql_cannot_store_stops_the_copy_with_a_message(
+    tmp_path: Path, pg_url: str
+) -> None:
+    source = make_foreign(tmp_path / "returns.db")
+    raw_insert(source, "b", '{"text": "a raw NUL: \x00"}')  # a foreign writer's row
+    code, out = migrate(str(source), pg_url)
+    assert code == 9 and "the server refused the change" in out and "NUL" in out
+    assert "Traceback" not in out and "pg-test-secret" not in out
+    assert on_bus(pg_url, lambda bus: bus.history()) == []  # nothing half copied
