@@ -41,9 +41,10 @@ class BusLocationError(PeerbusError):
 
 
 class BusOpenError(PeerbusError):
-    """Raised when a file cannot be opened, migrated or attached as a bus."""
+    """Raised when a bus cannot be opened, migrated or attached. `path`: the file, or the
+    URL of a PostgreSQL bus without its password."""
 
-    def __init__(self, message: str, *, path: Path) -> None:
+    def __init__(self, message: str, *, path: Path | str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
 
@@ -78,10 +79,10 @@ class SidecarLostError(BusOpenError):
 class SchemaTooNewError(BusOpenError):
     """Raised when `PRAGMA user_version` is newer than the migrations this peerbus knows."""
 
-    def __init__(self, *, path: Path, found: int, supported: int) -> None:
+    def __init__(self, *, path: Path | str, found: int, supported: int) -> None:
         super().__init__(
             f"schema version {found} is newer than this peerbus supports ({supported}); "
-            "upgrade mnemara on this machine before opening the file",
+            "upgrade mnemara on this machine before opening the bus",
             path=path,
         )
         self.found = found
@@ -91,12 +92,15 @@ class SchemaTooNewError(BusOpenError):
 class BusBusyError(PeerbusError):
     """Raised when a write could not take the lock within the retry deadline."""
 
-    def __init__(self, *, path: Path, waited: float, attempts: int) -> None:
-        super().__init__(
-            f"{path}: the bus stayed locked for {waited:.1f}s over {attempts} attempts; "
-            "find the process holding a long write transaction (e.g. `fuser` on the file) "
-            "or raise the lock deadline"
+    def __init__(
+        self, *, path: Path | str, waited: float, attempts: int, why: str | None = None
+    ) -> None:
+        why = why or (
+            f"the bus stayed locked for {waited:.1f}s over {attempts} attempts; find the "
+            "process holding a long write transaction (e.g. `fuser` on the file) or raise "
+            "the lock deadline"
         )
+        super().__init__(f"{path}: {why}")
         self.path = path
         self.waited = waited
         self.attempts = attempts
