@@ -177,7 +177,15 @@ async def test_operator_input_waiting_on_the_hosts_own_bus_is_counted_for_the_pa
         write_row(db, "hello b")
         await host.dispatch(Input(panel="panel-b", text=WORDS))
         services = host.services
-        counts = await bus_counts(services.bus, services.operator_bus, host.panels)
+        # A claim begun before the pause may hold the row a moment (then gives it back,
+        # untouched): count again at each change of the bus until both are waiting.
+        with anyio.fail_after(20):
+            while True:
+                since = await services.bus.generation(recipient="panel-b")
+                counts = await bus_counts(services.bus, services.operator_bus, host.panels)
+                if counts["panel-b"].waiting == 2:
+                    break
+                await services.bus.wait_for_change(5, recipient="panel-b", since=since)
         # What an operator lists: the REPL's /inbox and `mnemara inbox` read both buses.
         listed = await anyio.to_thread.run_sync(
             lambda: CliRunner().invoke(app, ["inbox", "-t", "panel-b", "-p", "panel-b"])
