@@ -33,13 +33,11 @@ import anyio
 sys.path.insert(0, str(Path(__file__).parent))
 
 from soak_driver import ENGINEERS, MARKS, PRODUCER, SoakDriver, turn_input
-from soak_team import ROLES, WINDOW_TOKENS, WINDOW_TURNS
+from soak_team import lay_out
 
-from panels.host.instances import ensure_instance
 from panels.host.process import run_headless
 from panels.host.sendlimit import SendLimiter, SendLimits
 from panels.team import PanelSpec, TeamSpec, load_team
-from runtime.config import load_config, save_config
 from runtime.driver import AgentDriver, DriverEvent, TurnRequest
 from runtime.home import InstancePaths
 
@@ -103,21 +101,7 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
 def make_host(root: Path, name: str, team_text: str) -> HostDir:
     """A host's directory with its team file and instances (window limits that never trim,
     so every consumed id stays in the window rows)."""
-    home, user_home = root / "home", root / "user-home"
-    for directory in (home, user_home, root / "work", root / "roles"):
-        directory.mkdir(parents=True)
-    for role, text in ROLES.items():
-        (root / "roles" / role).write_text(text)
-    team_file = root / "team.toml"
-    team_file.write_text(team_text)
-    team = load_team(team_file, home=home)
-    for spec in team.panels:
-        paths, _ = ensure_instance(spec, home)
-        config = load_config(paths.config)
-        config.max_window_turns = WINDOW_TURNS
-        config.max_window_tokens = WINDOW_TOKENS
-        save_config(paths.config, config)
-    team.state_dir.mkdir(parents=True, exist_ok=True)
+    home, user_home, team_file, team = lay_out(root, team_text)
     return HostDir(name, root, home, user_home, team_file, team)
 
 

@@ -114,16 +114,21 @@ def rehearsal_toml(messages: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def make_workspace(root: Path, *, cli: bool, messages: int) -> Workspace:
+def lay_out(
+    root: Path, team_text: str, extra: dict[str, str] | None = None
+) -> tuple[Path, Path, Path, TeamSpec]:
+    """One host's directory: its homes, role docs, team file (and `extra` files beside it),
+    and its panels' instances with window limits that never trim, so every consumed id
+    stays in the window rows. Returns (home, user home, team file, team)."""
     home, user_home = root / "home", root / "user-home"
     for directory in (home, user_home, root / "work", root / "roles"):
         directory.mkdir(parents=True)
     for name, text in ROLES.items():
         (root / "roles" / name).write_text(text)
+    for name, text in (extra or {}).items():
+        (root / name).write_text(text)
     team_file = root / "team.toml"
-    team_file.write_text(team_toml(cli=cli))
-    if cli:
-        (root / "rehearsal.toml").write_text(rehearsal_toml(messages))
+    team_file.write_text(team_text)
     team = load_team(team_file, home=home)
     for spec in team.panels:
         paths, _ = ensure_instance(spec, home)
@@ -132,4 +137,10 @@ def make_workspace(root: Path, *, cli: bool, messages: int) -> Workspace:
         config.max_window_tokens = WINDOW_TOKENS
         save_config(paths.config, config)
     team.state_dir.mkdir(parents=True, exist_ok=True)
+    return home, user_home, team_file, team
+
+
+def make_workspace(root: Path, *, cli: bool, messages: int) -> Workspace:
+    extra = {"rehearsal.toml": rehearsal_toml(messages)} if cli else None
+    home, user_home, team_file, team = lay_out(root, team_toml(cli=cli), extra)
     return Workspace(root, home, user_home, team_file, root / MARKS, root / "host.out", team)
