@@ -167,6 +167,9 @@ async def test_the_halt_record_shows_the_rule_and_resumes(live_host: Any) -> Non
         submit_command(conn, Halt(panel="a", reason="looping on the same file"), by="watchdog")
         conn.close()
         await until(pilot, lambda: state(app, "a") == "halted")
+        # The state comes with the panels table, the record with the event log, which the
+        # host writes in batches: f10 before the record arrives says so instead of showing it.
+        await until(pilot, lambda: app.panes["a"].halt is not None)
         await pilot.press("f10")
         await until(pilot, lambda: isinstance(app.screen, HaltRecordScreen))
         record = app.screen
