@@ -139,8 +139,11 @@ async def test_operator_input_and_a_peer_row_pending_at_once_take_two_turns_oper
     async with start_host(team, script) as (host, events, drivers):
         runner = host.panels["panel-b"]
         runner.pause()
-        write_row(db, "hello b")
-        outcome = await host.dispatch(Input(panel="panel-b", text=WORDS))
+        # Held so that no claim is in flight while both arrive: a claim begun before the
+        # pause could take the peer row and, finding the panel resumed, run it first.
+        async with runner.between_turns():
+            write_row(db, "hello b")
+            outcome = await host.dispatch(Input(panel="panel-b", text=WORDS))
         await runner.resume(by="operator")
         await events.wait("turn_ended", "panel-b", count=2)
     deliveries = events.of("delivery", "panel-b")
