@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from panels.hostdb import catalogue as ev
 from panels.repl.terminal import Terminal, safe
+from runtime.guard.records import halt_tag
 
 
 def preview(text: object, limit: int = 300) -> str:
@@ -20,8 +21,7 @@ def preview(text: object, limit: int = 300) -> str:
 
 def halt_notice(event: ev.Halted) -> str:
     """The halt record's notice, as the transcript shows it."""
-    tag = "[BUDGET HALT]" if event.source == "budget" else "[SENTINEL HALT]"
-    return f"{tag} {event.rule}: {event.message}"
+    return f"{halt_tag(event.source)} {event.rule}: {event.message}"
 
 
 class EventView:

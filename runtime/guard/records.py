@@ -1,6 +1,7 @@
 """Halt records: why a panel was (or in shadow mode, would have been) stopped, with the evidence.
 
-Made by the budget, the sentinel and the owner's own checks; written by halts.py.
+Made by the budget, the sentinel, the lane (a role doc's front matter that cannot be read)
+and the owner's own checks (a host's team-level loop rules are `team`); written by halts.py.
 """
 
 from __future__ import annotations
@@ -9,6 +10,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
+
+HaltSource = Literal["sentinel", "budget", "lane", "team"]
+_TAGS: dict[str, str] = {
+    "sentinel": "[SENTINEL HALT]",
+    "budget": "[BUDGET HALT]",
+    "lane": "[LANE HALT]",
+    "team": "[TEAM HALT]",
+}
+
+
+def halt_tag(source: str) -> str:
+    """The tag a halt notice starts with; an unknown source reads as the sentinel's."""
+    return _TAGS.get(source, _TAGS["sentinel"])
 
 
 @dataclass(frozen=True)
@@ -24,7 +38,7 @@ class CallEvidence:
 class HaltRecord:
     """Why a panel was (or in shadow mode, would have been) stopped, with the evidence."""
 
-    source: Literal["sentinel", "budget"]
+    source: HaltSource
     rule: str
     message: str
     turn: int
@@ -35,8 +49,7 @@ class HaltRecord:
 
     def notice(self) -> str:
         """The line that ends the turn in the transcript."""
-        tag = "[SENTINEL HALT]" if self.source == "sentinel" else "[BUDGET HALT]"
-        return f"{tag} {self.rule}: {self.message}"
+        return f"{halt_tag(self.source)} {self.rule}: {self.message}"
 
     def with_row_ids(self, row_ids: Mapping[str, int]) -> HaltRecord:
         """The same record with stored row ids filled in for the calls (by tool_use_id)."""
