@@ -11,6 +11,7 @@ MnemaraError                      root of everything the runtime raises on purpo
 │   ├── StoreCorruptError         the file is not a usable SQLite database
 │   └── ExportFormatError         an import file is malformed or from a newer format version
 ├── RoleDocError                  a role doc given on purpose (`role --set`) cannot be used
+│   └── LaneError                 a role doc's front matter (its lane) is malformed
 ├── FetchError                    `role --set-from-url` refused or failed
 ├── PolicyError                   permissions.json or a policy pattern is unusable (fail closed)
 ├── MemoryStoreError              a memory store (notes, wiki, index, graph) refused or failed
@@ -100,6 +101,24 @@ class RoleDocError(MnemaraError):
     def __init__(self, message: str, *, path: Path):
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+class LaneError(RoleDocError):
+    """Raised when a role doc's front matter (its lane, runtime/lane.py) cannot be used.
+
+    The message is `<file>:<line>: lane field '<field>': <what is wrong>; <what to do>`
+    (`lane front matter` in place of the field when no one field is at fault). A turn that
+    meets one does not run: the host halts the panel until the doc is fixed.
+    """
+
+    def __init__(
+        self, problem: str, fix: str, *, path: str, line: int, field: str | None = None
+    ) -> None:
+        where = f"lane field '{field}'" if field else "lane front matter"
+        Exception.__init__(self, f"{path}:{line}: {where}: {problem}; {fix}")
+        self.path = Path(path)
+        self.line = line
+        self.field = field
 
 
 class FetchError(MnemaraError):

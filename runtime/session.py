@@ -18,6 +18,13 @@ its owner's checks, then the runtime sentinel, then the permission policy. A hal
 turn at once with its notice committed; the panel then refuses turns (PanelHaltedError)
 until `resume()`. The agent's own tools (runtime/tools/) are registered with every turn as
 the `mnemara` MCP server.
+
+The role doc's front matter is its lane (runtime/lane.py), split off at each turn's read:
+the system prompt is the body alone, and the lane goes to the guard for that turn's calls.
+A front matter that cannot be parsed halts the panel (a `lane` halt record naming the file,
+line and field) before anything is stored or sent to the model; it never runs on no lane or
+on an older one. A role doc that cannot be read at all keeps today's rule (the last good
+text), and with it the lane of that text.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +57,7 @@ from runtime.driver import (
 from runtime.errors import (
     CredentialsError,
     DriverError,
+    LaneError,
     PanelHaltedError,
     PromptTooLongError,
     RoleDocError,
@@ -57,17 +66,19 @@ from runtime.errors import (
 from runtime.guard import halts
 from runtime.guard.guard import Guard, GuardSettings
 from runtime.guard.halts import Halted
+from runtime.guard.lane import lane_read_refusal
 from runtime.guard.records import HaltRecord
 from runtime.guard.settings import BudgetSettings
 from runtime.guard.world import GitProbe, WorkingTree, git_state
 from runtime.home import InstancePaths
+from runtime.lane import LANE_META, Lane, lane_meta, split_front_matter
 from runtime.memory import Memory, Provenance, open_memory
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
 from runtime.render_cache import RenderCache
-from runtime.roledoc import RoleDocSource, read_role_doc
+from runtime.roledoc import RoleDocRead, RoleDocSource, read_role_doc
 from runtime.rows import Consumed, NewRow, OutboxDraft, estimate_tokens, send_label
 from runtime.store import AsyncTurnStore, open_turn_store
 from runtime.tools import build_tools
@@ -158,6 +169,9 @@ class Session:
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
         self._read_checks = 0
+        self._lane: Lane | None = None
+        self._lane_read = False  # a turn has read the role doc (then `_lane` is its lane)
+        self._lane_saved: str | None = None  # what the store's `lane` meta key holds
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools = (*build_tools(self), *tools)
 
@@ -193,7 +207,27 @@ class Session:
         except RoleDocError:
             return ""
 
+    @property
+    def lane(self) -> Lane | None:
+        """The lane of the last turn's read of the role doc; before any turn, of a fresh read
+        (LaneError when its front matter is malformed). None: the doc declares no lane."""
+        if self._lane_read:
+            return self._lane
+        path = self.role.path
+        if path is None:
+            return None
+        try:
+            text = read_role_doc(path)
+        except RoleDocError:
+            return None  # unreadable before any turn: no text, so no lane yet
+        return split_front_matter(text, str(path))[0]
+
     async def check_read(self, path: str) -> str | None:
+        lane = self.guard.lane
+        if lane is not None:
+            refusal = await anyio.to_thread.run_sync(lane_read_refusal, lane, path, self.cwd)
+            if refusal is not None:
+                return f"Lane: {refusal}"
         self._read_checks += 1
         call = ToolCallRequest(
             f"mnemara-read-check-{self._read_checks}", "Read", {"file_path": path}
@@ -287,15 +321,18 @@ class Session:
         if self.guard.halted is not None:
             await self.save_halt()
             raise self._refuse(self.guard.halted)
+        role = self.role.read()
+        if role.warning:
+            self.debug.write("warning", "role_doc", message=role.warning)
+            yield RoleWarning(role.warning)
+        # The lane is split off before the turn begins: a malformed one halts the panel with
+        # nothing stored, spent or sent, so its messages go back and the operator fixes it.
+        system = await self._take_lane(role)
         self._turns += 1
         refused = self.guard.begin_turn(self._turns)
         if refused is not None:  # the guard logged it as it made it
             await self.save_halt()
             raise self._refuse(refused)
-        role = self.role.read()
-        if role.warning:
-            self.debug.write("warning", "role_doc", message=role.warning)
-            yield RoleWarning(role.warning)
         ttl = self.cache_ttl.start_turn(self.config.prompt_cache_ttl)
         input_blocks = ({"type": "text", "text": text},)
         user_id = await self.store.begin_turn(
@@ -310,7 +347,7 @@ class Session:
         try:
             for attempt in (1, 2):
                 failure = None
-                driving = self._drive(role.text, user_id, text, inbox, ttl)
+                driving = self._drive(system, user_id, text, inbox, ttl)
                 async with aclosing(driving) as events:
                     async for event in events:
                         if isinstance(event, ErrorEvent):
@@ -367,6 +404,27 @@ class Session:
         trimmed = await self.trim()
         if trimmed is not None:
             yield trimmed
+
+    async def _take_lane(self, role: RoleDocRead) -> str:
+        """Split this turn's role doc: give its lane to the guard, return the system prompt.
+        A malformed front matter halts the panel (PanelHaltedError, nothing stored)."""
+        source = str(self.role.path) if self.role.path is not None else "role doc"
+        try:
+            lane, body = split_front_matter(role.text, source)
+        except LaneError as exc:
+            at = datetime.now(UTC)
+            record = HaltRecord("lane", "lane", str(exc), turn=self._turns + 1, at=at)
+            self.guard.halt_now(record)  # the listeners log it and tell the host
+            halted = self.guard.halted or record
+            await self.save_halt()
+            raise self._refuse(halted) from None
+        self._lane, self._lane_read = lane, True
+        self.guard.set_lane(lane, self.cwd)
+        shown = lane_meta(lane)
+        if shown != self._lane_saved:  # for `mnemara show` and the dashboard, in any process
+            await self.store.set_meta(LANE_META, shown)
+            self._lane_saved = shown
+        return body
 
     def _close_sends(self) -> tuple[OutboxDraft, ...]:
         """The turn's sends as they will be committed; `queue_send` refuses from now on, so

@@ -19,6 +19,7 @@ from panels.cli.options import InstanceOpt, not_negative
 
 if TYPE_CHECKING:
     from runtime.home import InstancePaths
+    from runtime.lane import Lane
     from runtime.lease import Lease
 
 
@@ -53,7 +54,7 @@ def init(
     from runtime.config import InstanceConfig, save_config
     from runtime.errors import InstanceExistsError
     from runtime.home import InstancePaths
-    from runtime.roledoc import read_role_doc
+    from runtime.lane import read_lane
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance)
@@ -68,7 +69,7 @@ def init(
         role = Path(answer).expanduser() if answer.strip() else None
     config = InstanceConfig()
     if role is not None:
-        read_role_doc(role)  # refuse a directory, binary or unreadable file now, not later
+        read_lane(role)  # refuse a directory, binary or unreadable file, or a bad lane, now
         config = config.model_copy(update={"role_doc_path": str(role.resolve())})
     if model:
         config = config.model_copy(update={"model": model})
@@ -119,10 +120,14 @@ def show(
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the rolling window, slots, token accounting and this session's spend (read-only)."""
+    """Print the rolling window, slots, token accounting, this session's spend and the lane
+    the role doc declares (read-only). Exits 7 after printing when the role doc's lane cannot
+    be read: the panel's next turn would halt on it."""
     from runtime.config import load_config
+    from runtime.errors import RoleDocError
     from runtime.home import InstancePaths
     from runtime.inspect import describe_window
+    from runtime.lane import read_lane
     from runtime.memory.replay_write import last_replay
     from runtime.store import TurnStore
 
@@ -131,12 +136,37 @@ def show(
     with TurnStore.open(paths.turns) as store:
         view = describe_window(store, config, last=n)
     replayed = last_replay(paths)
+    role = Path(config.role_doc_path) if config.role_doc_path else None
+    lane, problem = None, None
+    try:
+        lane = read_lane(role) if role is not None else None
+    except RoleDocError as exc:
+        problem = exc
     if as_json:
         shown = view.as_dict() | {"last_replay": replayed.as_dict() if replayed else None}
+        shown["lane"] = None if lane is None else lane.as_dict()
+        shown["lane_problem"] = None if problem is None else str(problem)
         typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
     else:
         typer.echo(view.as_text())
         typer.echo(replayed.summary() if replayed else "last replay: never (mnemara replay)")
+        typer.echo(lane_text(role, lane, problem))
+    if problem is not None:
+        raise problem
+
+
+def lane_text(role: Path | None, lane: Lane | None, problem: Exception | None) -> str:
+    """The lane part of `show`: what the role doc declares, one key a line."""
+    from peerbus.render import strip_controls
+
+    if role is None:
+        return "lane: none (the instance has no role doc)"
+    shown = strip_controls(str(role))
+    if problem is not None:
+        return f"lane: unknown ({shown} cannot be read, see below)"
+    if lane is None:
+        return f"lane: none ({shown} has no front matter)"
+    return "\n".join([f"lane (from {shown}):", *(f"  {line}" for line in lane.describe())])
 
 
 @reports_errors

@@ -85,7 +85,7 @@ def _new_role_doc(
 
     if set_ is not None:
         target = set_.expanduser().resolve()
-        _flag_invisible(read_role_doc(target), str(target))
+        _check_text(read_role_doc(target), str(target))
         return target
     import hashlib  # here, not at start-up: it loads OpenSSL
 
@@ -101,7 +101,7 @@ def _new_role_doc(
             "--sha256; nothing was changed",
             EXIT_ROLE_DOC,
         )
-    _flag_invisible(text, url)
+    _check_text(text, url)
     _confirm_change(Path(current) if current else None, text, url, yes)
     write_text_atomic(paths.role, text)
     typer.echo(
@@ -111,11 +111,14 @@ def _new_role_doc(
     return paths.role
 
 
-def _flag_invisible(text: str, source: str) -> None:
-    """Say which invisible characters (bidi controls, zero-width characters) the role doc
-    holds: they are kept, but the model reads them and a terminal does not show them."""
+def _check_text(text: str, source: str) -> None:
+    """Refuse a role doc whose lane (front matter) cannot be read: every turn would halt on
+    it. Say which invisible characters (bidi controls, zero-width characters) it holds: they
+    are kept, but the model reads them and a terminal does not show them."""
+    from runtime.lane import split_front_matter
     from runtime.roledoc import role_text_flags
 
+    split_front_matter(text, source)  # LaneError: exit 7, naming the line and the field
     flags = role_text_flags(text)
     if flags:
         typer.echo(

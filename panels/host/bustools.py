@@ -10,6 +10,9 @@ arguments can change it. The original README's discipline is built in:
 What the tools send goes to the panel's outbox (outbox.py) and out when the turn is stored, so
 a turn cut off by a crash sends nothing twice. Messages the panel is given are acked by the
 host when its turn is stored; the tools never settle a delivery themselves.
+
+Who each of these tools sends to is told to the panel's guard by recipients.py, for the
+lane's `recipients`: a send outside the lane is refused before the tool runs.
 """
 
 from __future__ import annotations

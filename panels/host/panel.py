@@ -21,6 +21,7 @@ import anyio
 from panels.host.checks import HostChecks
 from panels.host.delivery import operator_route
 from panels.host.poison import FailureBook
+from panels.host.recipients import recipients_of
 from panels.host.sendlimit import SendLimiter
 from panels.host.services import HostServices, TurnContext
 from panels.host.states import IN_TURN, PanelState, next_state
@@ -67,7 +68,15 @@ class PanelRunner:
         self.checks = HostChecks(host.team.budget, team_spends, self._turn_sends)
         # Settings come from the instance's config with each life (life.py); until then the
         # guard refuses everything (there is no session to run a call anyway).
-        self.guard = Guard(NotStarted(), GuardSettings(), checks=[self.checks])
+        self.seen: OrderedDict[int, Message] = OrderedDict()
+        # The lane's `recipients` are checked by the guard; recipients.py says who a call
+        # sends to.
+        self.guard = Guard(
+            NotStarted(),
+            GuardSettings(),
+            checks=[self.checks],
+            recipients_of=recipients_of(self.seen),
+        )
         self.guard.on_record.append(self._on_record)
         self.turns = 0
         self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
@@ -85,7 +94,6 @@ class PanelRunner:
         self.position = 0  # its place in the team file (the host sets it)
         self.turn: TurnContext | None = None
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
-        self.seen: OrderedDict[int, Message] = OrderedDict()
         self.wakeup = Wakeup()
         self.session: Session | None = None
         self.stopping = False

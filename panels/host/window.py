@@ -16,7 +16,8 @@ from panels.errors import WindowVerbError as WindowVerbError  # defined there, r
 from panels.hostdb import verbs
 from runtime import window_ops
 from runtime.config import write_text_atomic
-from runtime.roledoc import read_role_doc
+from runtime.errors import LaneError
+from runtime.lane import read_lane, split_front_matter
 from runtime.session import Session
 from runtime.store import TurnStore
 
@@ -130,11 +131,16 @@ async def role(session: Session, verb: verbs.SetRole) -> str:
         current = session.role.path
         if current is None:
             raise WindowVerbError("the panel has no role doc file to edit; set a path first")
+        try:  # a lane that cannot be read would halt the panel at its next turn: not written
+            split_front_matter(verb.text, str(current))
+        except LaneError as exc:
+            raise WindowVerbError(f"not saved: {exc}") from None
         await anyio.to_thread.run_sync(write_text_atomic, current, verb.text)
         return f"role doc {current} rewritten ({len(verb.text)} chars; read on the next turn)"
     assert verb.path is not None
     path = Path(await (await anyio.Path(verb.path).expanduser()).resolve())
-    await anyio.to_thread.run_sync(read_role_doc, path)  # refuses a directory, binary, missing
+    # Refuses a directory, a binary or missing file, and a lane that cannot be read.
+    await anyio.to_thread.run_sync(read_lane, path)
     if verb.save:
         session.update_config(role_doc_path=str(path))
     else:

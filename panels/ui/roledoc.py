@@ -27,7 +27,8 @@ from textual.widgets import Footer, Static, TextArea
 from panels.host.account import clean
 from panels.hostdb.verbs import SetRole, Verb
 from panels.ui.panelfiles import find_panel_files
-from runtime.errors import MnemaraError
+from runtime.errors import LaneError, MnemaraError
+from runtime.lane import split_front_matter
 from runtime.roledoc import read_role_doc
 
 Send = Callable[[Verb], Awaitable[None]]
@@ -68,6 +69,7 @@ class RoleDocScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="roledoc-box"):
             yield Static(Text(f"role doc of {clean(self.panel, 40)}"), id="roledoc-title")
+            yield Static(Text(""), id="roledoc-lane")
             yield TextArea("", id="roledoc-text", read_only=True, soft_wrap=True,
                            tab_behavior="focus", show_line_numbers=True)  # fmt: skip
             yield Static(Text("reading the role doc…"), id="roledoc-message")
@@ -93,6 +95,7 @@ class RoleDocScreen(ModalScreen[None]):
             self._say(text)
             return
         self.path, self.saved = path, text
+        self._show_lane(text)
         area = self.query_one("#roledoc-text", TextArea)
         area.load_text(text)
         area.read_only = self.send is None
@@ -108,6 +111,21 @@ class RoleDocScreen(ModalScreen[None]):
             return None, (f"panel {clean(self.panel, 40)} has no role doc file; set one first "
                           f"(`mnemara role --instance {files.paths.name} --set PATH`)")  # fmt: skip
         return files.role, read_role_doc(files.role)
+
+    def _show_lane(self, text: str) -> LaneError | None:
+        """Show the lane `text` declares (its front matter); the error when it has none that
+        can be read."""
+        shown = self.query_one("#roledoc-lane", Static)
+        try:
+            lane, _ = split_front_matter(text, str(self.path))
+        except LaneError as exc:
+            shown.update(Text(f"lane: cannot be read: {clean(exc, 400)}", style="bold red"))
+            return exc
+        if lane is None:
+            shown.update(Text("lane: none (no front matter: the policy alone decides)"))
+        else:
+            shown.update(Text("lane: " + " · ".join(clean(line, 200) for line in lane.describe())))
+        return None
 
     def _say(self, text: str) -> None:
         self.query_one("#roledoc-message", Static).update(Text(text))
@@ -129,6 +147,9 @@ class RoleDocScreen(ModalScreen[None]):
         text = self.query_one("#roledoc-text", TextArea).text
         if text == self.saved:
             self._say("nothing changed since the last save")
+            return
+        if self._show_lane(text) is not None:
+            self._say("not saved: the lane above cannot be read; the panel would halt on it")
             return
         # `text` rewrites the file the panel reads; `save` (config.json) is for a new path.
         await self.send(SetRole(panel=self.panel, text=text))

@@ -1,4 +1,4 @@
-"""The one guard of a panel: budget, then the owner's checks, then the sentinel, then the policy.
+"""The one guard of a panel: budget, the owner's checks, the sentinel, the lane, then the policy.
 
 `Guard` is the `Approver` the driver consults for every tool call, from the PreToolUse hook and
 `can_use_tool` on the live path alike. It is built once per panel and outlives the panel's
@@ -11,7 +11,12 @@ sentinel saw or lift a halt. Its parts, asked in this order:
    the terminal-send rule; a check may refuse one call or halt the panel;
 4. the sentinel (sentinel.py), when switched on, with the world as measured just before the
    call (world.py), so a change made by any means (a Bash `sed -i` included) counts;
-5. the policy (any `Approver`; a host gives each life the instance's policy).
+5. the lane (lane.py), the role doc's front matter as read for this turn (`set_lane`): its
+   denial beats every pattern, mode and "always" rule of the policy, and a Bash command its
+   `commands` cover runs without asking unless the policy's own inspection denies it or
+   finds a hazard (that needs the policy's state: a `PolicyApprover`; with any other policy
+   the lane only denies);
+6. the policy (any `Approver`; a host gives each life the instance's policy).
 
 A halt found anywhere refuses the call before the policy is asked, so an operator is never
 asked about a call that would not run. The record is kept in `halted` (until `resume()`), is
@@ -25,14 +30,21 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from typing import Any, Protocol
+
+import anyio
 
 from runtime.driver import Approver, Cost, Decision, DriverEvent, ToolCallRequest, ToolResult, Usage
 from runtime.guard.budget import BudgetTracker, Spend
+from runtime.guard.lane import RecipientsOf, lane_allows_command, lane_verdict
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import BudgetSettings, LimitsConfig
 from runtime.guard.world import WorldProbe, touched_paths
+from runtime.lane import Lane
+from runtime.policy.approver import PolicyApprover
 
 # Paths whose content the guard hashes when it measures the world: the most recent ones.
 TOUCHED_CAPACITY = 256
@@ -97,8 +109,14 @@ class Guard:
         world: WorldProbe | None = None,
         checks: Sequence[GuardCheck] = (),
         clock: Callable[[], datetime] = _utc_now,
+        recipients_of: RecipientsOf | None = None,
     ) -> None:
         self.policy = policy
+        # Who a call sends to (None: not a send), for the lane's `recipients`; the owner's,
+        # since only it knows its send tools' names and inputs.
+        self.recipients_of = recipients_of
+        self.lane: Lane | None = None
+        self._lane_cwd: Path | None = None
         self.world = world
         self.checks = tuple(checks)
         settings = settings or GuardSettings()
@@ -138,6 +156,11 @@ class Guard:
         if self.sentinel is None:
             return "off"
         return "shadow" if self.sentinel.settings.shadow else "on"
+
+    def set_lane(self, lane: Lane | None, cwd: Path) -> None:
+        """The lane for the calls from now on (the session sets it from each turn's read of
+        the role doc); `cwd` is the working directory its globs are relative to."""
+        self.lane, self._lane_cwd = lane, cwd
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -186,6 +209,11 @@ class Guard:
                 if verdict.halt:
                     return self._refuse(self._halt(verdict.record))
                 self._tell(verdict.record)
+        lane = self.lane
+        if lane is not None:
+            judged = await self._judge_lane(lane, call)
+            if judged is not None:
+                return judged
         return await self.policy.decide(call)
 
     def observe(self, event: DriverEvent) -> None:
@@ -242,6 +270,30 @@ class Guard:
                     self._halt(verdict.record)
                 elif not verdict.halt:
                     self._tell(verdict.record)
+
+    async def _judge_lane(self, lane: Lane, call: ToolCallRequest) -> Decision | None:
+        """The lane's decision, or None to leave the call to the policy. Off the event loop:
+        it resolves paths on disk, as the policy does."""
+        cwd = self._lane_cwd or Path(self._cwd() or Path.cwd())
+        judge = partial(
+            lane_verdict,
+            lane,
+            call,
+            cwd,
+            turn_calls=self._turn_calls,
+            recipients_of=self.recipients_of,
+        )
+        verdict = await anyio.to_thread.run_sync(judge)
+        if verdict is None:
+            return None
+        if verdict.action == "deny":
+            return Decision(allow=False, message=f"Lane: {verdict.message}")
+        policy = self.policy
+        if isinstance(policy, PolicyApprover):
+            check = partial(lane_allows_command, policy.state, policy.context, call)
+            if await anyio.to_thread.run_sync(check):
+                return Decision(allow=True)
+        return None
 
     # -- halts ----------------------------------------------------------------------------------
 

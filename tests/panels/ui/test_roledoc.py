@@ -149,3 +149,27 @@ def test_the_diff_is_unified_and_names_the_file() -> None:
         "+c",
     ]
     assert role_diff("same", "same", name="x") == ""
+
+
+async def test_the_editor_shows_the_lane_and_refuses_to_save_one_that_cannot_be_read(
+    live_host: Any, tmp_path: Path
+) -> None:
+    role = tmp_path / "role.md"
+    role.write_text("---\nwritable: [src/**]\nrecipients: [b]\n---\nBody.\n", encoding="utf-8")
+    host = live_host(a=[], policy=ROLE)
+    app = make_app(host.hostdb_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_editor(pilot, app)
+        lane = shown(screen, "#roledoc-lane")
+        assert "writable: src/**" in lane and "recipients: b" in lane
+        assert "tools: (not restricted)" in lane
+        area = screen.query_one("#roledoc-text", TextArea)
+        area.move_cursor((2, 0))  # the start of `recipients: [b]`
+        await pilot.press(*"tools: [no]", "enter", "ctrl+s")
+        await until(pilot, lambda: "cannot be read" in shown(screen, "#roledoc-lane"))
+        assert "line 3" in shown(screen, "#roledoc-lane") or ":3:" in shown(screen, "#roledoc-lane")
+        assert "tools[0]" in shown(screen, "#roledoc-lane")
+        assert "not saved" in shown(screen, "#roledoc-message")
+        await pilot.pause()
+    assert role.read_text(encoding="utf-8").startswith("---\nwritable: [src/**]\nrecipients")
+    assert commands(host.hostdb_path) == []

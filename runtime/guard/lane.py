@@ -1,0 +1,292 @@
+"""The lane's word on one tool call: deny, allow without asking, or nothing to say. Pure.
+
+The guard asks `lane_verdict` after the sentinel and before the policy, so a lane denial
+beats every pattern, mode and "always" rule. The rules, for a role doc's lane
+(runtime/lane.py), each a deny with a message that names the rule:
+
+- `max_turn_tool_calls`: the call after the N-th of a turn;
+- `tools`: a tool the list does not name (an entry matches the full name or as an fnmatch
+  glob; for mnemara's own tools `mcp__mnemara__X`, the short name `X` matches too);
+- `recipients`: a send to a panel not listed (`recipients_of`, the owner's, says who a call
+  sends to; a broadcast is `*` and needs `*` in the list);
+- `writable`: a Write, Edit, MultiEdit or NotebookEdit target outside it, and a Bash command
+  that writes outside it: redirections, and the targets of the writing programs the policy
+  knows (runtime/policy/writes.py: `tee`, `cp`, `mv`, `rm`, `touch`, `mkdir`, `sed -i`,
+  `dd of=`...), against every directory the command `cd`s into;
+- `readable` (default: the user's home and the working directory): a Read, Glob, Grep or
+  NotebookRead path outside it.
+
+A Bash command every segment of which fully matches a `commands` pattern is "allow": the
+guard runs it without asking unless the policy would deny it or sees a hazard
+(`lane_allows_command`). A command the shell parser refuses (substitutions, here-documents)
+or one with a hazard (`bash -c`, `python -c`, `eval`, env prefixes) is never allowed by the
+lane: its writes cannot be known, so it goes to the policy, which asks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from runtime.driver import ToolCallRequest
+from runtime.guard.lanepaths import covered, resolve_target
+from runtime.lane import Lane
+from runtime.policy.commands import DIRECTORY_CHANGES, command_hazards, program_of
+from runtime.policy.context import PolicyContext
+from runtime.policy.limits import command_too_big
+from runtime.policy.paths import glob_base
+from runtime.policy.policy import PolicyState, inspect
+from runtime.policy.shell import SimpleCommand, Unparseable, parse_command
+from runtime.policy.writes import path_arguments
+
+WRITE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+READ_TOOLS = {"Read": "file_path", "Glob": "path", "Grep": "path", "NotebookRead": "notebook_path"}
+OWN_PREFIX = "mcp__mnemara__"
+BROADCAST = "*"
+# A lane that leaves `readable` out: the user's home and the working directory (home-only).
+DEFAULT_READABLE = ("~/**", "**")
+DEFAULT_SHOWN = ("(home and working directory)",)
+
+RecipientsOf = Callable[[ToolCallRequest], "tuple[str, ...] | None"]
+
+
+@dataclass(frozen=True)
+class LaneVerdict:
+    """`deny`: the call is refused with `message`; `allow`: a `commands` pattern covers it."""
+
+    action: Literal["deny", "allow"]
+    message: str = ""
+
+
+def lane_verdict(
+    lane: Lane,
+    call: ToolCallRequest,
+    cwd: Path,
+    *,
+    home: Path | None = None,
+    turn_calls: int = 0,
+    recipients_of: RecipientsOf | None = None,
+) -> LaneVerdict | None:
+    """The lane's verdict on `call`, the `turn_calls`-th call of its turn; None: the lane
+    has nothing to say and the policy decides."""
+    home = home or Path.home()
+    limit = lane.max_turn_tool_calls
+    if limit is not None and turn_calls > limit:
+        return _deny(
+            f"this panel's lane allows at most {limit} tool calls in one turn "
+            f"(max_turn_tool_calls in {lane.source}); end the turn now"
+        )
+    if lane.tools is not None and not tool_listed(call.name, lane.tools):
+        return _deny(
+            f"{call.name} is not one of this panel's tools (tools: "
+            f"{_shown(lane.tools)}, in {lane.source}); use one of those"
+        )
+    if recipients_of is not None and lane.recipients is not None:
+        refused = _recipients(lane, recipients_of(call))
+        if refused is not None:
+            return refused
+    if call.name in WRITE_TOOLS and lane.writable is not None:
+        return _file_write(lane, lane.writable, call.input.get(WRITE_TOOLS[call.name]), cwd, home)
+    if call.name in READ_TOOLS:
+        return _file_read(lane, call, cwd, home)
+    if call.name == "Bash":
+        return _bash(lane, call.input, cwd, home)
+    return None
+
+
+def lane_read_refusal(lane: Lane, path: str, cwd: Path, *, home: Path | None = None) -> str | None:
+    """Why the lane's `readable` forbids reading `path`, or None: for mnemara's own tools
+    that read a file the model names (their call is judged by name only)."""
+    call = ToolCallRequest("lane-read-check", "Read", {"file_path": path})
+    verdict = _file_read(lane, call, cwd, home or Path.home())
+    return None if verdict is None else verdict.message
+
+
+def tool_listed(name: str, entries: tuple[str, ...]) -> bool:
+    short = name.removeprefix(OWN_PREFIX) if name.startswith(OWN_PREFIX) else None
+    return any(
+        fnmatch.fnmatchcase(name, e) or (short is not None and fnmatch.fnmatchcase(short, e))
+        for e in entries
+    )
+
+
+def _recipients(lane: Lane, named: tuple[str, ...] | None) -> LaneVerdict | None:
+    allowed = lane.recipients or ()
+    if named is None or BROADCAST in allowed:
+        return None
+    outside = [r for r in named if r not in allowed]
+    if not outside:
+        return None
+    who = "everyone (a broadcast)" if outside[0] == BROADCAST else repr(outside[0])
+    may = _shown(allowed) if allowed else "no one"
+    return _deny(
+        f"not sent to {who}: this panel may message only: {may} (recipients in {lane.source})"
+    )
+
+
+def _file_write(
+    lane: Lane, writable: tuple[str, ...], raw: object, cwd: Path, home: Path
+) -> LaneVerdict | None:
+    target = resolve_target(raw, cwd, home) if isinstance(raw, str) else None
+    if target is None:
+        return _deny(
+            f"the path {raw!r} cannot be checked against this panel's lane "
+            f"(writable in {lane.source}); give a plain path"
+        )
+    if covered(target, writable, cwd, home):
+        return None
+    return _deny(_outside(target, "writable", writable, lane))
+
+
+def _file_read(lane: Lane, call: ToolCallRequest, cwd: Path, home: Path) -> LaneVerdict | None:
+    readable = lane.readable if lane.readable is not None else DEFAULT_READABLE
+    raw = call.input.get(READ_TOOLS[call.name])
+    if call.name in ("Glob", "Grep") and raw is None:
+        raw = "."  # they search the working directory when no path is given
+    paths = [raw]
+    pattern = call.input.get("pattern")
+    if call.name == "Glob" and isinstance(pattern, str) and isinstance(raw, str):
+        base, _ = glob_base(pattern)  # `../../**` or `/etc/*` reach beyond `path`
+        paths.append(base if base.startswith("/") else f"{raw.rstrip('/')}/{base}")
+    for each in paths:
+        target = resolve_target(each, cwd, home) if isinstance(each, str) else None
+        if target is None:
+            return _deny(
+                f"the path {each!r} cannot be checked against this panel's lane "
+                f"(readable in {lane.source}); give a plain path"
+            )
+        if not covered(target, readable, cwd, home):
+            return _deny(_outside(target, "readable", lane.readable or DEFAULT_SHOWN, lane))
+    return None
+
+
+def _bash(lane: Lane, tool_input: Mapping[str, Any], cwd: Path, home: Path) -> LaneVerdict | None:
+    command = tool_input.get("command")
+    if not isinstance(command, str) or command_too_big(command) is not None:
+        return None  # the policy asks about it
+    parsed = parse_command(command)
+    if isinstance(parsed, Unparseable):
+        return None  # its writes cannot be known: never allowed by the lane; the policy asks
+    known = True
+    cwds = [cwd]
+    for cmd in parsed.commands:
+        for raw, glob in bash_writes(cmd):
+            if lane.writable is None:
+                continue
+            if glob:
+                known = False  # where a glob lands is decided by the shell: the policy asks
+                continue
+            for each in cwds:
+                target = resolve_target(raw, each, home)
+                if target is None:
+                    known = False
+                elif not covered(target, lane.writable, cwd, home):
+                    return _deny(_outside(target, "writable", lane.writable, lane))
+        known = _follow_cd(cmd, cwds, home) and known
+        if command_hazards(cmd):
+            known = False
+    patterns = lane.command_patterns
+    if not known or not patterns or tool_input.get("run_in_background"):
+        return None
+    if all(any(p.matches(cmd.canonical) for p in patterns) for cmd in parsed.commands):
+        return LaneVerdict("allow", f"matches this panel's lane commands ({lane.source})")
+    return None
+
+
+def bash_writes(cmd: SimpleCommand) -> list[tuple[str, bool]]:
+    """The paths one simple command writes, as written, each with whether it is an unquoted
+    glob: its write redirections and the targets of the writing programs the policy knows."""
+    found = [
+        (r.target.value, r.target.glob) for r in cmd.redirects if r.writes and r.target is not None
+    ]
+    program = program_of(cmd)
+    scripts = _script_words(cmd, program)
+    for arg in path_arguments(cmd, program):
+        if arg.value in scripts:
+            scripts.remove(arg.value)  # the program text of `sed -i` or `perl -i`, no file
+        elif arg.writes and arg.value:
+            found.append((arg.value, arg.glob))
+    return found
+
+
+def _script_words(cmd: SimpleCommand, program: str) -> list[str]:
+    """The words of `sed` or `perl` that are its program, not files: writes.py counts every
+    operand of an in-place edit as written (a floor for the policy), which would make the
+    lane refuse `sed -i s/a/b/ src/x` for writing `s/a/b/`."""
+    words = [w.value for w in cmd.words[1:]]
+    if program == "sed":
+        takes, given = ("-e", "--expression", "-f", "--file", "-l", "--line-length"), False
+        skip = False
+        for word in words:
+            if skip:
+                skip = False
+            elif word in takes:
+                skip, given = True, given or (word != "-l" and word != "--line-length")
+            elif word.startswith(("--expression=", "--file=")) or (
+                word[:1] == "-" and word[1:2] in ("e", "f") and not word.startswith("--")
+            ):
+                given = True
+            elif not word.startswith("-"):
+                return [] if given else [word]
+        return []
+    if program == "perl":
+        found, take = [], False
+        for word in words:
+            if take:
+                found.append(word)
+                take = False
+            elif word.startswith("-") and not word.startswith("--") and word[-1:] in "eE":
+                take = True
+        return found
+    return []
+
+
+def _follow_cd(cmd: SimpleCommand, cwds: list[Path], home: Path) -> bool:
+    """After `cd DIR`, relative paths are judged from every directory so far; False when
+    the change cannot be followed (then the writes after it are not all known)."""
+    program = program_of(cmd)
+    if program not in DIRECTORY_CHANGES:
+        return True
+    args = [w for w in cmd.words[1:] if not w.value.startswith("-")]
+    if program != "cd" or len(args) > 1 or (args and (args[0].glob or args[0].value == "-")):
+        return False
+    target = resolve_target(args[0].value if args else "~", cwds[-1], home)
+    if target is None:
+        return False
+    cwds.append(target)
+    return True
+
+
+def lane_allows_command(state: PolicyState, context: PolicyContext, call: ToolCallRequest) -> bool:
+    """Whether a command the lane's `commands` cover may run without asking: the policy does
+    not deny the tool, and its inspection finds nothing to deny or ask about (protected
+    paths, the host's stores, hazards stay the policy's). Resolves paths: run it off the loop."""
+    rule = state.rule_for(call.name)
+    if rule is not None and rule.mode == "deny":
+        return False
+    found = inspect(call.name, call.input, context)
+    return not found.deny and not found.ask
+
+
+def _outside(target: Path, key: str, globs: tuple[str, ...], lane: Lane) -> str:
+    return (
+        f"{target} is outside this panel's lane ({key}: {_shown(globs)}, in {lane.source}); "
+        "this is a fixed rule, do not retry: work inside the lane or ask the operator"
+    )
+
+
+def _shown(values: tuple[str, ...], limit: int = 12) -> str:
+    shown = ", ".join(values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def _deny(message: str) -> LaneVerdict:
+    return LaneVerdict("deny", message)
