@@ -51,6 +51,7 @@ BATCH = SendLimits().per_turn
 # or two on purpose, so its hosts get a window limit it never reaches; the per-turn limit
 # and the copy and verbatim-forward checks stay as they are.
 HARNESS_LIMITS = SendLimits(per_window=1_000_000)
+HARNESS_RATE = 100_000  # the highest `[team.loops] rate_messages` takes
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
     """A team file: (name, role file, listens_to) per panel, all on the bus `bus`."""
     lines = ["[team]", f'name = "{team}"', 'workdir = "work"', f'bus = "{bus}"']
     lines.append("max_concurrent_turns = 2")
+    # The team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an edge in
+    # 300 s halts the sender) would stop this harness's 1,000 tasks as it stops a runaway;
+    # raised like the send limit above. The other loop rules stay as they are.
+    lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}"]
     for name, role, senders in members:
         lines += ["", "[[panels]]", f'name = "{name}"', f'role = "roles/{role}"']
         if name == PRODUCER:

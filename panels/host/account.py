@@ -69,6 +69,8 @@ def line(event: ev.HostEvent) -> str | None:
             return f"{who} <- turn {event.turn}: message(s) {ids(event.ids)} from {senders}{stale}"
         case ev.Halted():
             return f"{who} HALTED by {clean(event.by, 40)}: {event.rule}: {clean(event.message)}"
+        case ev.LoopFlagged():
+            return f"{who} LOOP FLAG {event.rule}: {clean(event.message)}"  # names edge, ids
         case ev.ShadowHalt():
             return f"{who} sentinel, shadow mode (nothing stopped): {event.rule}: " + clean(
                 event.message

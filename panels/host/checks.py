@@ -8,7 +8,11 @@ the panel's own budget and before the sentinel and the policy:
 - before every call: after a terminal send (`send_message(..., terminal=true)`) the turn is
   over, so every further call is refused (not a halt: the panel just yields);
 - after a turn: the budget-slope trigger (panels/watchdog/slope.py) halts a panel whose
-  spend per turn keeps rising with nothing to show.
+  spend per turn keeps rising with nothing to show;
+- team loops (loopwatch.py, once the host wires the panel in with `watch_loops`): after a
+  turn, the turn is fed to the team's message graph; before a turn and before every call, a
+  loop halt another panel's turn or send owes this panel stops it (so the other side of a
+  ping-pong halts before its next turn, not when it ends one).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from panels.host.loopwatch import LoopWatch, TurnView
 from panels.team import TeamBudget
 from panels.watchdog.slope import SlopeSettings, TurnSpend, budget_slope
 from runtime.driver import ToolCallRequest
@@ -72,18 +77,36 @@ class HostChecks:
         self.turn_sends = turn_sends
         self.slope = slope or SlopeSettings()
         self.history: deque[TurnSpend] = deque(maxlen=50)
+        self.loops: LoopWatch | None = None
+        self.panel = ""
+        self.turn_view: Callable[[], TurnView] = lambda: (None, ())
+
+    def watch_loops(self, loops: LoopWatch, panel: str, turn_view: Callable[[], TurnView]) -> None:
+        """Take part in the team's loop detection as `panel`; `turn_view` tells the turn in
+        flight (its key and the messages it was given)."""
+        self.loops, self.panel, self.turn_view = loops, panel, turn_view
 
     def before_turn(self) -> HaltRecord | None:
-        return team_over_budget(self.budget, self.team_spends())
+        return team_over_budget(self.budget, self.team_spends()) or self._loop_halt()
 
     def before_call(self, call: ToolCallRequest) -> Refusal | None:
-        team = team_over_budget(self.budget, self.team_spends())
+        team = team_over_budget(self.budget, self.team_spends()) or self._loop_halt()
         if team is not None:
             return Refusal(team.notice(), team)
         terminal, _ = self.turn_sends()
         return Refusal(TERMINAL_REFUSAL) if terminal else None
 
+    def _loop_halt(self) -> HaltRecord | None:
+        return self.loops.owed_to(self.panel) if self.loops is not None else None
+
     def after_turn(self, tally: TurnTally) -> HaltRecord | None:
+        loop = None
+        if self.loops is not None:
+            view = self.turn_view()
+            loop = self.loops.turn_ended(self.panel, tally.turn, view, tally.changed_world)
+        return self._slope(tally) or loop
+
+    def _slope(self, tally: TurnTally) -> HaltRecord | None:
         _, sends = self.turn_sends()
         progress = bool(tally.changed_world) or sends > 0
         spent = tally.spent
@@ -106,5 +129,7 @@ class HostChecks:
         )
 
     def forget(self) -> None:
-        """The operator resumed the panel: the slope starts over."""
+        """The operator resumed the panel: the slope starts over, loops are forgiven."""
         self.history.clear()
+        if self.loops is not None:
+            self.loops.forgive(self.panel)

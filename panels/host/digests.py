@@ -2,7 +2,8 @@
 
 Snapshots of the panels are turned into a digest (panels/watchdog/digest.py) and submitted
 on the bus from sender `host` to each watchdog panel, only when something changed since the
-last one, so a quiet team costs its watchdog no turns.
+last one, so a quiet team costs its watchdog no turns. The host's team-loop findings
+(loopwatch.py) go in each digest's alerts.
 """
 
 from __future__ import annotations
@@ -69,10 +70,17 @@ class DigestService:
             out.append(activity(runner, now, rate))
         return out
 
+    def loops(self) -> tuple[str, ...]:
+        """The host's recent loop findings, one line each (none when loops are not watched)."""
+        watch = self.services.loops
+        return watch.alerts() if watch is not None else ()
+
     def due(self) -> bool:
         """A watchdog would get a digest at the next interval."""
+        loops = self.loops()
         return any(
-            digest_key(self.snapshot(dog.name), self.settings) != self._last_key.get(dog.name)
+            digest_key(self.snapshot(dog.name), self.settings, loops)
+            != self._last_key.get(dog.name)
             for dog in self.panels.values()
             if dog.spec.is_watchdog
         )
@@ -81,12 +89,13 @@ class DigestService:
         """Send a digest to each watchdog whose view changed; returns how many went."""
         sent = 0
         watchdogs = [r for r in self.panels.values() if r.spec.is_watchdog]
+        loops = self.loops()
         for dog in watchdogs:
             panels = self.snapshot(dog.name)
-            key = digest_key(panels, self.settings)
+            key = digest_key(panels, self.settings, loops)
             if key == self._last_key.get(dog.name):
                 continue
-            payload = build_digest(panels, self.settings)
+            payload = build_digest(panels, self.settings, loops)
             ident = await self.services.bus.submit(HOST, dog.name, payload, topic="digest")
             self._last_key[dog.name] = key
             alerts = tuple(str(a) for a in payload["alerts"])

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,9 @@ from panels.host.drivers import claude_drivers
 from panels.host.eventlog import EventLog, Listener, LiveListener
 from panels.host.inboxes import serve_inbox_counts
 from panels.host.instances import ensure_instance
+from panels.host.loop_rules import LoopSettings
+from panels.host.loops import TeamGraph
+from panels.host.loopwatch import LoopWatch, TurnView
 from panels.host.orphans import marker_env, sweep_orphans
 from panels.host.panel import PanelRunner
 from panels.host.poison import ISOLATE_AFTER, POISON_ATTEMPTS
@@ -88,6 +92,7 @@ class Host:
         redeliver_failed_input: bool = True,
         holder: str = "",
         life: str = "",
+        loops: LoopSettings | None = None,
     ) -> None:
         self.team = team
         # This life's id: written with the pid, stamped on host_started and host_ready, and
@@ -98,6 +103,8 @@ class Host:
         self.policy = policy or RestartPolicy()
         self.grace = grace
         self.digest_settings = digest
+        # The team-level loop rules: `[team.loops]` over their defaults, unless given here.
+        self.loop_settings = loops or replace(LoopSettings(), **team.loops.given())
         self.bus_poll = bus_poll
         # Seconds between the bus watcher's wake-ups when nothing changed (wakeup.py).
         self.bus_recheck = bus_recheck
@@ -256,9 +263,20 @@ class Host:
             runner = PanelRunner(spec, self.services, team_spends=self._spends)
             runner.position = position
             self.panels[spec.name] = runner
+        # The team's message graph; each panel's host checks feed it and take its halts.
+        loops = LoopWatch(TeamGraph(self.loop_settings), emit=log.emit,
+                          clock=self.services.clock, wake=self._wake)  # fmt: skip
+        self.services.loops = loops
+        for runner in self.panels.values():
+            runner.checks.watch_loops(loops, runner.name, partial(_turn_view, runner))
         log.track_status(lambda: [r.status_row() for r in self.panels.values()])
         self.dispatcher = Dispatcher(self.services, self.panels, self.tickets, self.request_stop)
         self.digests = DigestService(self.services, self.panels, settings=self.digest_settings)
+
+    def _wake(self, name: str) -> None:
+        """A loop halt is owed to `name`: its life's loop halts it now, not at its next message."""
+        if name in self.panels:
+            self.panels[name].wakeup.set()
 
     def _spends(self) -> list[Spend]:
         return [r.spent() for r in self.panels.values()]
@@ -383,6 +401,13 @@ def operator_bus_path(team: TeamSpec) -> Path | None:
     if shared is not None and own.resolve() == shared.expanduser().resolve():
         return None
     return own
+
+
+def _turn_view(runner: PanelRunner) -> TurnView:
+    """The turn in flight as the loop watch reads it: its input row id and its messages."""
+    turn, session = runner.turn, runner.session
+    key = session.last_turn_row if session is not None else None
+    return (key, list(turn.delivered.values()) if turn is not None else [])
 
 
 def budget_meta(team: TeamSpec) -> dict[str, str]:

@@ -17,6 +17,8 @@ publishes the entry again on its next start, and the bus hands back the id it ga
 the first time instead of a second copy. The host publishes after every turn and as each
 life of a panel starts. An entry the bus refuses for good (a payload over a cap changed since)
 is marked failed and logged; a busy or unreadable bus leaves the rest for the next round.
+Each published entry is also told to the team's loop watch, with the turn that sent it (its
+input row id), which is how the message graph links a send to what its turn consumed.
 """
 
 from __future__ import annotations
@@ -104,6 +106,10 @@ async def publish(runner: PanelRunner, session: Session) -> int:
                                                        "again after the next turn"))  # fmt: skip
             break
         log.emit(_published(runner.name, entry, ident))  # on the bus now: said before a reply
+        if runner.host.loops is not None:  # the team's message graph (loopwatch.py)
+            runner.host.loops.published(
+                runner.name, ident, entry.recipient, entry.payload, entry.user_row_id
+            )
         await store.mark_published(entry.key, ident)
         sent += 1
     return sent

@@ -16,6 +16,7 @@ import anyio
 
 from panels.host.asker import Approvals
 from panels.host.eventlog import EventLog
+from panels.host.loopwatch import LoopWatch
 from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
 from peerbus import BusBackend, Message
@@ -49,6 +50,8 @@ class HostServices:
     redeliver_failed_input: bool = True
     # The team's shared wiki, graph and index (`[team] memory = "shared"`), or None.
     shared_memory: Memory | None = None
+    # The team's message graph and its loop rules (loopwatch.py); None: not watched.
+    loops: LoopWatch | None = None
 
 
 @dataclass

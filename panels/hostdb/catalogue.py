@@ -325,6 +325,18 @@ class Halted(HostEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LoopFlagged(HostEvent):
+    """A team-level loop rule flagged an edge without halting anything (panels/host/loops.py):
+    `edge` as "a -> b", `ids` the messages that are the evidence."""
+
+    kind = "loop_flag"
+    rule: str
+    edge: str
+    ids: tuple[int, ...]
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ShadowHalt(HostEvent):
     """What the sentinel would have halted, in shadow mode; nothing was stopped."""
 

@@ -19,7 +19,14 @@ from pydantic import ValidationError
 from panels.team.checks import Finding, check_team, resolve_path
 from panels.team.errors import Problem, TeamFileError
 from panels.team.locate import Loc, dotted, line_of
-from panels.team.model import DUPLICATE_ERROR, BatchSettings, PanelModel, TeamBudget, TeamModel
+from panels.team.model import (
+    DUPLICATE_ERROR,
+    BatchSettings,
+    PanelModel,
+    TeamBudget,
+    TeamLoops,
+    TeamModel,
+)
 from peerbus.location import parse_location, redact
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
@@ -89,6 +96,7 @@ class TeamSpec:
     take_over_original: bool = False
     replay_backlog: bool = False
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    loops: TeamLoops = field(default_factory=TeamLoops)  # `[team.loops]`: the keys given
 
     @property
     def bus_file(self) -> Path | None:
@@ -218,6 +226,7 @@ def build_spec(
         panels=tuple(_panel(p, base) for p in model.panels),
         shared_memory=team.memory == "shared",
         sandbox=_sandbox(model, base=base, source=source, bus=bus),
+        loops=team.loops,
     )
 
 

@@ -89,6 +89,22 @@ class TeamBudget(_Model):
     max_usd: float | None = Field(default=None, gt=0)
 
 
+class TeamLoops(Overrides):
+    """`[team.loops]`: the team-level loop rules' thresholds (panels/host/loop_rules.py, whose
+    `LoopSettings` holds the defaults and says what each bounds); only the keys given apply,
+    so a key left out keeps the rule's default."""
+
+    enabled: bool | None = None
+    ping_pong_exchanges: int | None = Field(default=None, ge=2, le=1000)
+    substantive_chars: int | None = Field(default=None, ge=1, le=100_000)
+    novelty: float | None = Field(default=None, ge=0.0, le=1.0)
+    ack_chain: int | None = Field(default=None, ge=2, le=1000)
+    ack_max_chars: int | None = Field(default=None, ge=1, le=10_000)
+    cascade_generations: int | None = Field(default=None, ge=2, le=1000)
+    rate_messages: int | None = Field(default=None, ge=1, le=100_000)
+    rate_window: float | None = Field(default=None, gt=0, le=86_400)
+
+
 class BatchSettings(_Model):
     """How a panel's pending messages are taken: one batch per turn, within these limits."""
 
@@ -143,6 +159,7 @@ class TeamSection(_Model):
     # The digest calls a turn with this many tool calls a runaway (an alert for the watchdog).
     runaway_tool_calls: int = Field(default=8, ge=2)
     budget: TeamBudget = Field(default_factory=TeamBudget)
+    loops: TeamLoops = Field(default_factory=TeamLoops)
     # "shared": the panels also get a team wiki, graph and search index, kept under
     # <home>/_teams/<name>/memory, where a halted turn's writes are quarantined.
     memory: Literal["own", "shared"] = "own"

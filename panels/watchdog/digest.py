@@ -2,7 +2,9 @@
 
 Built from plain snapshots the host takes of its panels. Alerts name what a watchdog should
 look at first: a turn with many tool calls (a runaway), a turn that has run long, a panel
-halted, over budget or failed. `digest_key` leaves out the figures that move on their own
+halted, over budget or failed, and the team-level loops the host found in the message graph
+(panels/host/loops.py: ping-pong, acknowledgement storms, broadcast cascades, edge rates),
+each naming its edge and message ids. `digest_key` leaves out the figures that move on their own
 (ages, rates), so the host sends a digest only when something changed.
 """
 
@@ -50,11 +52,13 @@ def alerts(panels: Sequence[Activity], settings: DigestSettings) -> list[str]:
     return found
 
 
-def build_digest(panels: Sequence[Activity], settings: DigestSettings) -> dict[str, Any]:
-    """The payload of one digest message."""
+def build_digest(
+    panels: Sequence[Activity], settings: DigestSettings, loops: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The payload of one digest message; `loops` are the host's loop findings, one line each."""
     return {
         "type": "digest",
-        "alerts": alerts(panels, settings),
+        "alerts": alerts(panels, settings) + list(loops),
         "panels": [
             {
                 "name": p.name,
@@ -76,13 +80,16 @@ def build_digest(panels: Sequence[Activity], settings: DigestSettings) -> dict[s
 BUSY = frozenset({"thinking", "tool", "approval"})
 
 
-def digest_key(panels: Sequence[Activity], settings: DigestSettings) -> tuple[Any, ...]:
+def digest_key(
+    panels: Sequence[Activity], settings: DigestSettings, loops: Sequence[str] = ()
+) -> tuple[Any, ...]:
     """What must differ for a new digest to be worth a watchdog turn: a turn finished, a
-    panel stopped or started, an alert appeared or went. Not ages or rates, not a panel
-    moving between thinking and running a tool, not each further tool call of a turn."""
+    panel stopped or started, an alert appeared or went, a loop was found. Not ages or rates,
+    not a panel moving between thinking and running a tool, not each further tool call of a
+    turn."""
     # An alert counts by what it names ("runaway: eng"), not by its moving figures.
     named = tuple(a.split(" has ")[0] for a in alerts(panels, settings))
     states = tuple(
         (p.name, "busy" if p.state in BUSY else p.state, p.turns, p.halt) for p in panels
     )
-    return (states, named)
+    return (states, named, tuple(loops))

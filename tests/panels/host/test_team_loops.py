@@ -1,0 +1,149 @@
+"""Team-level loop detection through a real host: two panels that talk in circles are both
+stopped with a team halt naming the edge and the message ids; the watchdog's digest says so;
+an exchange with real file changes between rounds runs on; an edge over its rate is flagged
+in the log."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from panels.host.delivery import OPERATOR, operator_route
+from panels.host.loop_rules import LoopSettings
+from panels.hostdb.verbs import Resume
+from runtime.driver import (
+    DriverEvent,
+    ToolCall,
+    ToolCallRequest,
+    ToolResult,
+    TurnRequest,
+    deny_text,
+)
+from runtime.scripted import ScriptedDriver
+from tests.panels.host.conftest import make_team, panels, reply
+
+pytestmark = pytest.mark.anyio
+
+SEND = "mcp__mnemara__send_message"
+ALLOW_WRITE = '[[panels.policy]]\ntool = "Write"\nmode = "allow"\n'
+# Small enough to trip well before the sentinel's own no-progress rule could.
+QUICK = LoopSettings(ping_pong_exchanges=4)
+
+
+def talk(to: str, turns: int, *, last_silent: bool = False) -> list[Any]:
+    """`turns` turns that each send `to` a short message that moves nothing on."""
+    script = []
+    for n in range(1, turns + 1):
+        send = {"to": to, "text": f"{to}, over to you ({n})", "terminal": True}
+        script.append(reply(f"turn {n}", ToolCall(f"s{n}", SEND, send)))
+    if last_silent:
+        script[-1] = reply("nothing more to say")
+    return script
+
+
+class EditThenTalk:
+    """Each turn writes a file through a Write call, asked of the guard first and then done on
+    disk (as the CLI does), before playing its scripted turn."""
+
+    def __init__(self, path: Path, script: list[Any]) -> None:
+        self.path = path
+        self.inner = ScriptedDriver(script)
+
+    @property
+    def requests(self) -> list[TurnRequest]:
+        return self.inner.requests
+
+    async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
+        n = len(self.inner.requests) + 1
+        call = ToolCall(f"w{n}", "Write", {"file_path": str(self.path), "content": f"v{n}\n"})
+        yield call
+        decision = await request.approver.decide(ToolCallRequest(call.id, call.name, call.input))
+        if decision.allow:
+            self.path.write_text(f"revision {n}\n")
+        said = "File written." if decision.allow else deny_text(decision)
+        yield ToolResult(call.id, said, is_error=not decision.allow)
+        async for event in self.inner.run_turn(request):
+            yield event
+
+
+async def test_two_panels_talking_in_circles_are_both_halted_naming_the_edge_and_ids(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b", "dog", dog="watchdog"),
+                     extra="digest_interval_seconds = 3600")  # fmt: skip
+    scripts = {"a": talk("b", 10), "b": talk("a", 10), "dog": [reply("seen")]}
+    async with start_host(team, scripts, loops=QUICK) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "start"})
+        (halt_a,) = await events.wait("halt", "a")
+        (halt_b,) = await events.wait("halt", "b")
+        assert host.panels["a"].halt is not None and host.panels["b"].halt is not None
+        # The watchdog's digest carries the loop.
+        assert await host.digests.send_due() == 1
+        (digest,) = await events.wait("digest", "dog")
+        await events.wait("turn_ended", "dog")
+    sent = [e.id for e in events.of("send") if e.panel in ("a", "b")]
+    for halt in (halt_a, halt_b):
+        assert (halt.by, halt.source, halt.rule) == ("team", "team", "ping_pong")
+        assert "a -> b -> a" in halt.message
+        assert f"(messages {', '.join(str(i) for i in sent[:4])})" in halt.message
+    record = host.panels["b"].halt
+    assert record is not None and record.notice().startswith("[TEAM HALT] ping_pong:")
+    # `a` was halted as its third turn (the one that consumed the fourth idle message)
+    # ended; `b` before its next turn, not by ending one.
+    assert len(drivers["a"].requests) == 3 and len(drivers["b"].requests) == 2
+    loops = [a for a in digest.alerts if a.startswith("team loop, ping_pong (halted)")]
+    assert loops and "a -> b -> a" in loops[0]
+    digest_text = str(drivers["dog"].requests[0].blocks[-1]["text"])
+    assert "team loop, ping_pong" in digest_text
+
+
+async def test_an_exchange_with_file_changes_between_rounds_is_not_stopped(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, f'[[panels]]\nname = "a"\n{ALLOW_WRITE}\n' + panels("b"))
+    target = tmp_path / "work" / "notes.txt"
+    scripts = {"a": EditThenTalk(target, talk("b", 7, last_silent=True)), "b": talk("a", 6)}
+    async with start_host(team, scripts, loops=QUICK) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "start"})
+        await events.wait("turn_ended", "a", count=7, within=60)
+        assert host.panels["a"].halt is None and host.panels["b"].halt is None
+    assert not events.of("halt") and not events.of("loop_flag")
+    assert len(drivers["b"].requests) == 6  # six rounds each way: more than twice the bound
+    assert target.read_text() == "revision 7\n"
+
+
+async def test_an_edge_over_its_rate_is_flagged_in_the_log_and_not_halted(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    sends = [ToolCall(f"s{n}", SEND, {"to": "b", "text": f"item {n} of the list"})
+             for n in range(1, 5)]  # fmt: skip
+    scripts = {"a": [reply("listing", *sends)], "b": [reply("read") for _ in sends]}
+    async with start_host(team, scripts, loops=LoopSettings(rate_messages=3)) as (host, events, _):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "list"})
+        (flag,) = await events.wait("loop_flag", "a")
+        await events.wait("turn_ended", "b")
+    ids = [e.id for e in events.of("send", "a")]
+    assert (flag.rule, flag.edge, flag.ids) == ("edge_rate", "a -> b", tuple(ids))
+    assert not events.of("halt")
+
+
+async def test_a_resume_forgives_the_loop_and_a_new_run_of_it_halts_again(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    scripts = {"a": talk("b", 10), "b": talk("a", 10)}
+    async with start_host(team, scripts, loops=QUICK) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "start"})
+        await events.wait("halt", "b")
+        for name in ("a", "b"):
+            assert (await host.dispatch(Resume(panel=name))).ok
+        halts = await events.wait("halt", "b", count=2)
+        await events.wait("halt", "a", count=2)
+    first, second = halts[0].message, halts[1].message
+    assert first != second and "a -> b -> a" in second  # new evidence, not the old loop's
+    # After the resume each ran more turns: the old messages no longer counted against them.
+    assert len(drivers["a"].requests) > 3 and len(drivers["b"].requests) > 2
