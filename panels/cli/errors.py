@@ -13,11 +13,13 @@ row it is an instance of, so a subclass listed above its base gets its own code:
     4    instance: invalid name, not found, already exists, in use by a host (InstanceError)
     5    store: turns.sqlite unusable, an import file malformed (StoreError)
     6    model driver: no credentials, the service refused the turn (DriverError)
-    7    role doc: unusable, or its download failed (RoleDocError, FetchError)
+    7    role doc: unusable, its lane (front matter) unreadable, or its download failed
+         (RoleDocError, LaneError, FetchError)
     8    permission policy: permissions.json or a pattern unusable (PolicyError)
     9    bus: the bus file or a message on it (PeerbusError)
     10   host: no host state, a host already running, host.sqlite unusable (HostError,
          HostDbError, any other PanelsError)
+    11   `rehearse --cassette`: the replay differs from the recording
     70   a bug: an unexpected exception; its traceback goes to a file named on stderr
     130  interrupted (Ctrl-C)
 
@@ -48,6 +50,7 @@ EXIT_ROLE_DOC = 7
 EXIT_POLICY = 8
 EXIT_BUS = 9
 EXIT_HOST = 10
+EXIT_DIVERGED = 11
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 

@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panels.cli.errors import EXIT_DRIVER, EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
-from panels.cli.options import InstanceOpt, check_output
+from panels.cli.errors import (
+    EXIT_DIVERGED,
+    EXIT_DRIVER,
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    fail,
+    reports_errors,
+)
+from panels.cli.options import check_output
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
@@ -25,6 +32,7 @@ if TYPE_CHECKING:
     from runtime.claude import ClaudeDriver
     from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
+    from runtime.rehearsal.server import UsageHook
     from runtime.sandbox.settings import Mode
 
 
@@ -65,16 +73,44 @@ def usage_line(records: Sequence[RequestRecord]) -> str:
 
 @reports_errors
 def rehearse(
-    instance: InstanceOpt,
+    instance: Annotated[
+        str | None,
+        typer.Option(
+            "--instance",
+            "-i",
+            metavar="NAME",
+            help="The instance (its directory in MNEMARA_HOME); not needed with --to-script.",
+        ),
+    ] = None,
     script: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--script",
             metavar="FILE",
             help="Rehearsal script (TOML) saying what the model answers; see "
             "examples/rehearsal/README.md.",
         ),
-    ],
+    ] = None,
+    cassette: Annotated[
+        Path | None,
+        typer.Option(
+            "--cassette",
+            metavar="FILE",
+            help="Replay a session recorded by `mnemara record` and report where it differs "
+            f"(exit {EXIT_DIVERGED} when it does).",
+        ),
+    ] = None,
+    to_script: Annotated[
+        Path | None,
+        typer.Option(
+            "--to-script",
+            metavar="FILE",
+            help="With --cassette: write it as a rehearsal script (TOML) instead of running.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --to-script: replace an existing file.")
+    ] = False,
     panel: Annotated[
         str | None,
         typer.Option(
@@ -91,7 +127,8 @@ def rehearse(
             "--prompt",
             metavar="TEXT",
             help="Run this input as a turn, print the reply and exit (repeat for several "
-            "turns). Tool calls the policy would ask about are refused, as in a headless run.",
+            "turns; with --cassette, instead of the recorded inputs). Tool calls the policy "
+            "would ask about are refused, as in a headless run.",
         ),
     ] = None,
     log: Annotated[
@@ -103,14 +140,30 @@ def rehearse(
         ),
     ] = None,
 ) -> None:
-    """Talk to an instance with the model replaced by a script: no network, no tokens.
+    """Talk to an instance with the model replaced by a script or a recorded cassette.
 
-    Without --prompt: the line REPL of `mnemara run --no-tui` (the instance as a team of one
-    under the host), then a usage summary.
+    No network, no tokens. Without --prompt: the line REPL of `mnemara run --no-tui` (the
+    instance as a team of one under the host), then a usage summary.
     """
+    from panels.cli.cassette import run_cassette, write_script
+    from panels.cli.record import refuse_existing
+
+    if (script is None) == (cassette is None):
+        raise fail("give exactly one of --script FILE or --cassette FILE", EXIT_USAGE)
+    if to_script is not None:
+        if cassette is None:
+            raise fail("--to-script converts a cassette: give --cassette FILE", EXIT_USAGE)
+        refuse_existing(to_script, force)
+        write_script(cassette, to_script, instance)
+        return
+    if instance is None:
+        raise fail("give the instance to rehearse with --instance NAME", EXIT_USAGE)
     if log is not None:
         check_output(log)
-    run_rehearsal(instance, script, panel, prompt or [], log)
+    if cassette is not None:
+        run_cassette(instance, cassette, prompt or [], log, rehearse=_rehearse)
+    elif script is not None:
+        run_rehearsal(instance, script, panel, prompt or [], log)
 
 
 def run_rehearsal(
@@ -153,7 +206,12 @@ def checked_script(instance: str, script: Path, panel: str | None) -> tuple[Scri
 
 @asynccontextmanager
 async def rehearsal_driver(
-    script: Script, panel: str, team: TeamSpec, *, log: Path | None = None
+    script: Script,
+    panel: str,
+    team: TeamSpec,
+    *,
+    log: Path | None = None,
+    usage_hook: UsageHook | None = None,
 ) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer]]:
     """The script served on loopback, and a CLI driver aimed at its `panel` (a throwaway
     HOME, a dummy key) and confined as `team` says, for the block."""
@@ -168,7 +226,7 @@ async def rehearsal_driver(
     if note.startswith(UNCONFINED):
         typer.echo(f"mnemara: {note}", err=True)
     with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
-        async with open_rehearsal_server(script, log_path=log) as server:
+        async with open_rehearsal_server(script, log_path=log, usage_hook=usage_hook) as server:
             env = rehearsal_env(server.base_url_for(panel), Path(cli_home))
             yield ClaudeDriver(env=env, sandbox=sandbox), server
 
@@ -180,21 +238,43 @@ async def _rehearse(
     prompts: list[str],
     log: Path | None,
     sandbox: Mode = "auto",
+    *,
+    seen: list[RequestRecord] | None = None,
+    usage_hook: UsageHook | None = None,
+    typed: list[str] | None = None,
 ) -> tuple[int, bool]:
     """Run the REPL or the given prompts: how many turns failed, and False when the host
-    gave up on the panel."""
+    gave up on the panel. `seen` gets the panel's request log (for a cassette's report);
+    `typed`: lines for the REPL to take as if typed before stdin (a REPL recording)."""
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
 
     failed, ok = 0, True
     team = solo_team(instance, sandbox=sandbox)
-    async with rehearsal_driver(script, panel, team, log=log) as (driver, server):
+    async with rehearsal_driver(script, panel, team, log=log, usage_hook=usage_hook) as (
+        driver,
+        server,
+    ):
         if prompts:
             failed = await _run_prompts(instance, driver, server, panel, prompts)
+        elif typed is not None:
+            ok = await _run_typed(team, driver, typed)
         else:
             ok = await run_solo(team, drivers=lambda spec: driver)
         typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
+        if seen is not None:
+            seen.extend(server.requests(panel))
     return failed, ok
+
+
+async def _run_typed(team: TeamSpec, driver: AgentDriver, lines: list[str]) -> bool:
+    """The REPL with `lines` queued as typed input, then stdin (usually at its end)."""
+    from panels.repl.face import run_face
+    from panels.repl.terminal import Terminal
+
+    terminal = Terminal()
+    terminal.queued.extend(lines)
+    return await run_face(team, terminal, drivers=lambda spec: driver)
 
 
 async def _run_prompts(

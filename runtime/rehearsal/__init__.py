@@ -13,7 +13,10 @@ no network and no key. Usage is computed from the request bytes with the prompt-
 Modules: replies (what the model says), matching (which reply answers), script (the TOML
 format), layout (a prompt in cache order, token counting, divergence), cache (accounting),
 pricing, sse (wire shapes), model (the service logic), records (the request log), server
-(HTTP), env (the environment of a CLI that talks to it and to nothing else).
+(HTTP), env (the environment of a CLI that talks to it and to nothing else); and for
+recorded sessions: cassette (the file), scrub (secrets out), relay (records a real session;
+imports httpx, so it is not imported here), cassette_script (a cassette as a script),
+cassette_check (a replay against its recording).
 """
 
 from runtime.rehearsal.cache import (
@@ -24,6 +27,8 @@ from runtime.rehearsal.cache import (
     PromptCache,
     account_requests,
 )
+from runtime.rehearsal.cassette import Cassette, CassetteError, load_cassette
+from runtime.rehearsal.cassette_script import cassette_script, script_toml
 from runtime.rehearsal.errors import CacheRuleError, NotLoopbackError, RehearsalError, ScriptError
 from runtime.rehearsal.layout import ApproxTokenCounter, Divergence, Layout, TokenCounter
 from runtime.rehearsal.matching import PanelScript, ReplyHook, RequestView, Rule, Script, When
@@ -45,6 +50,8 @@ __all__ = [
     "CacheRuleError",
     "CacheRules",
     "CacheUsage",
+    "Cassette",
+    "CassetteError",
     "Divergence",
     "Faults",
     "Layout",
@@ -70,10 +77,13 @@ __all__ = [
     "Totals",
     "When",
     "account_requests",
+    "cassette_script",
     "cost_usd",
+    "load_cassette",
     "load_script",
     "open_rehearsal_server",
     "parse_script",
     "rates_for",
+    "script_toml",
     "summarize",
 ]

@@ -4,7 +4,8 @@ MnemaraError
 └── RehearsalError                 the rehearsal model cannot be set up or used as asked
     ├── ScriptError                a script file (TOML) is unreadable or invalid
     ├── NotLoopbackError           the server was asked to bind a non-loopback address
-    └── CacheRuleError             a request breaks a prompt-cache rule the service enforces
+    ├── CacheRuleError             a request breaks a prompt-cache rule the service enforces
+    └── CassetteError              a cassette file is unreadable or invalid (cassette.py)
 """
 
 from __future__ import annotations

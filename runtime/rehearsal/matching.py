@@ -69,7 +69,7 @@ class RequestView:
             if isinstance(b, dict) and b.get("type") == "text"
         ]
         results = [
-            _result_text(b.get("content"))
+            result_text(b.get("content"))
             for b in blocks
             if isinstance(b, dict) and b.get("type") == "tool_result"
         ]
@@ -78,7 +78,7 @@ class RequestView:
         return cls(user_text, tuple(results), frozenset(senders))
 
 
-def _result_text(content: Any) -> str:
+def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -18,8 +18,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -36,6 +37,9 @@ from runtime.rehearsal.records import OtherRequest, RequestRecord, Totals, summa
 from runtime.rehearsal.sse import encode_event
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+# Given the record of a request just answered, the usage to report instead of the computed
+# one (a cassette replays the recorded figures, which the CLI's context accounting reads).
+UsageHook = Callable[[RequestRecord], Mapping[str, Any] | None]
 _CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
@@ -59,6 +63,7 @@ class RehearsalServer:
     or hook. `host` must be loopback; `port=0` picks a free one. `clock` drives cache TTLs.
     `counter` and `rules` set token counting and cache rules (cache.py). `chunk_chars` is the
     largest delta streamed. `log_path`: append one JSON line per `/v1/messages` request.
+    `usage_hook`: report other usage figures than the computed ones (see `UsageHook`).
     """
 
     def __init__(
@@ -72,9 +77,11 @@ class RehearsalServer:
         rules: CacheRules | None = None,
         chunk_chars: int = 64,
         log_path: Path | None = None,
+        usage_hook: UsageHook | None = None,
     ) -> None:
         self.host = loopback_host(host)
         self.log_path = log_path
+        self.usage_hook = usage_hook
         self._port = port  # asked for; 0 lets the system pick
         self._bound_port: int | None = None
         self.model = RehearsalModel(
@@ -178,7 +185,13 @@ class RehearsalServer:
             path = "/" + rest
         known = panel in self.model.panels
         if method == "POST" and path == "/v1/messages" and known and panel:
-            return self.model.messages(panel, body)
+            seen = len(self.model.requests(panel))
+            answer = self.model.messages(panel, body)
+            records = self.model.requests(panel)
+            if self.usage_hook is None or len(records) == seen or answer.status != 200:
+                return answer
+            usage = self.usage_hook(records[-1])
+            return answer if usage is None else with_usage(answer, usage)
         if method == "POST" and path == "/v1/messages/count_tokens" and known and panel:
             return self.model.count_tokens(panel, body, target)
         reason = "Not Found" if known else f"no panel {panel!r} in the rehearsal script"
@@ -225,6 +238,20 @@ class RehearsalServer:
         return True
 
 
+def with_usage(answer: Answer, usage: Mapping[str, Any]) -> Answer:
+    """The answer with `usage` in place of its own figures (JSON body or stream events)."""
+    if answer.body is not None:
+        return replace(answer, body={**answer.body, "usage": dict(usage)})
+    events = []
+    for event in answer.events:
+        if event.get("type") == "message_start":
+            event = {**event, "message": {**event["message"], "usage": dict(usage)}}
+        elif event.get("type") == "message_delta":
+            event = {**event, "usage": dict(usage)}
+        events.append(event)
+    return replace(answer, events=tuple(events))
+
+
 async def _next_event(conn: h11.Connection, stream: anyio.abc.SocketStream) -> Any:
     while (event := conn.next_event()) is h11.NEED_DATA:
         try:
@@ -246,6 +273,7 @@ async def open_rehearsal_server(
     rules: CacheRules | None = None,
     chunk_chars: int = 64,
     log_path: Path | None = None,
+    usage_hook: UsageHook | None = None,
 ) -> AsyncIterator[RehearsalServer]:
     """Run a rehearsal server for the duration of the block (arguments as `RehearsalServer`)."""
     server = RehearsalServer(
@@ -257,6 +285,7 @@ async def open_rehearsal_server(
         rules=rules,
         chunk_chars=chunk_chars,
         log_path=log_path,
+        usage_hook=usage_hook,
     )
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve)
