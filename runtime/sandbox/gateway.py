@@ -6,7 +6,14 @@ connections to the sockets here, in a directory bound into the sandbox:
 - `model.sock` connects straight to the model endpoint's host and port (used when the
   endpoint is plain HTTP, as the rehearsal model is);
 - `proxy.sock` is an HTTPS proxy that answers `CONNECT host:port` for the allowed hosts only
-  (the model endpoint, plus a team's allow-list) and refuses everything else with 403.
+  (the model endpoint, plus a team's allow-list) and refuses everything else with 403;
+- `life.sock` is the sandbox's tie to the host: the relay holds one connection to it, on
+  which nothing is ever sent, and stops the CLI when it ends. It ends when the gateway closes
+  at the end of the turn, or when the host process dies (the kernel closes its sockets).
+
+bubblewrap's own `--die-with-parent` is not used for that: it ties the sandbox to the thread
+that started it, and trio starts processes from worker threads that exit after 10 idle
+seconds, which killed a CLI waiting that long for the operator's approval.
 
 Plain threads and blocking sockets: a gateway lives for one turn, carries a handful of
 connections, and must not care which event loop the host runs.
@@ -27,6 +34,7 @@ HEAD_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 MODEL_SOCKET = "model.sock"
 PROXY_SOCKET = "proxy.sock"
+LIFE_SOCKET = "life.sock"
 
 
 def parse_connect(head: bytes) -> tuple[str, int] | None:
@@ -54,7 +62,7 @@ def allowed_targets(hosts: Iterable[str]) -> frozenset[tuple[str, int]]:
 
 
 class Gateway:
-    """The two sockets of one sandboxed turn; `close()` stops them and every connection."""
+    """The sockets of one sandboxed turn; `close()` stops them and ends the relay's tie."""
 
     def __init__(
         self,
@@ -67,10 +75,14 @@ class Gateway:
         self._model = model
         self._allowed = allowed
         self._listeners: list[socket.socket] = []
+        self._ties: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._closed = False
         self.refused: list[tuple[str, int] | None] = []
         if model is not None:
             self._listen(MODEL_SOCKET, self._to_model)
         self._listen(PROXY_SOCKET, self._proxy)
+        self._listen(LIFE_SOCKET, self._tie)
 
     def _listen(self, name: str, handle: object) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -87,6 +99,14 @@ class Gateway:
                 threading.Thread(target=handle, args=(client,), daemon=True).start()  # type: ignore[arg-type]
 
         threading.Thread(target=accept_loop, daemon=True).start()
+
+    def _tie(self, client: socket.socket) -> None:
+        """Hold the relay's connection, never writing to it, until `close()`."""
+        with self._lock:
+            if not self._closed:
+                self._ties.append(client)
+                return
+        client.close()
 
     def _to_model(self, client: socket.socket) -> None:
         assert self._model is not None
@@ -138,8 +158,11 @@ class Gateway:
         splice(client, upstream)
 
     def close(self) -> None:
-        for listener in self._listeners:
+        with self._lock:
+            self._closed = True
+            ties, self._ties = self._ties, []
+        for sock in [*self._listeners, *ties]:
             with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
-            listener.close()
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
         self._listeners.clear()

@@ -33,7 +33,7 @@ from runtime.policy.paths import (
     SHELL_STARTUP,
 )
 from runtime.policy.stores import DATABASE_SIBLINGS, TEAM_DATABASES
-from runtime.sandbox.gateway import MODEL_SOCKET, PROXY_SOCKET
+from runtime.sandbox.gateway import LIFE_SOCKET, MODEL_SOCKET, PROXY_SOCKET
 from runtime.sandbox.settings import SandboxSettings
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -97,7 +97,9 @@ def build_plan(
     """The command line for one turn; pure apart from checking which paths exist."""
     endpoint = Endpoint.of(env)
     cli_home = Path(env["HOME"]) if env.get("HOME") else user_home
-    args: list[str] = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # No --die-with-parent: it follows the thread that started bwrap (gateway.py says why);
+    # the relay's tie to the host's gateway (`life=`) ends the sandbox with the host instead.
+    args: list[str] = [bwrap, "--new-session", "--cap-drop", "ALL"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     args += ["--unshare-cgroup-try"]
     args += _system()
@@ -234,7 +236,7 @@ def _environment(endpoint: Endpoint, settings: SandboxSettings) -> list[str]:
 def _routes(endpoint: Endpoint, settings: SandboxSettings) -> list[str]:
     """The relay's routes; with network "off", only the CLI process may use them."""
     flag = ":cli" if settings.network == "off" else ""
-    routes = [f"{PROXY_PORT}={INSIDE / PROXY_SOCKET}{flag}"]
+    routes = [f"life={INSIDE / LIFE_SOCKET}", f"{PROXY_PORT}={INSIDE / PROXY_SOCKET}{flag}"]
     if endpoint.plain:
         routes.append(f"{MODEL_PORT}={INSIDE / MODEL_SOCKET}{flag}")
     return routes

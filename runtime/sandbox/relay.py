@@ -8,6 +8,11 @@ With `:cli`, a connection is carried only when it comes from the CLI process its
 from a command the CLI runs (a Bash tool call, which is another process) is closed at once.
 That is how the model endpoint stays reachable for the CLI while commands get no network.
 
+A `life=SOCKET` argument ties the sandbox to the host: the relay connects to SOCKET before it
+starts anything (and refuses to start when it cannot), and when that connection ends, which
+happens when the host closes the turn's gateway or dies, kills every process of the
+sandbox's pid namespace, so the namespace's init (bubblewrap) ends too.
+
 After `--` comes the command to run (the CLI and its arguments). The relay forwards SIGTERM
 and SIGINT to it and exits with its exit status, so to the SDK it looks like the CLI.
 """
@@ -114,6 +119,22 @@ def _serve(port: int, target: str, only_pid: list[int] | None) -> socket.socket:
     return listener
 
 
+def _end_with(tie: socket.socket, child: subprocess.Popen[bytes]) -> None:
+    """Once the host's end of `tie` closes (nothing is ever sent on it), kill everything in
+    the sandbox: bubblewrap's init (pid 1 of the sandbox's pid namespace) waits for every
+    process in it, so one the command left behind would keep the sandbox alive."""
+    try:
+        while tie.recv(CHUNK):
+            pass
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        if os.getpid() == 2 and os.getppid() == 1:  # bubblewrap's layout: the namespace's own
+            os.kill(-1, signal.SIGKILL)  # every process but this one and the init
+        else:  # not in a pid namespace of its own: never signal beyond the command
+            child.kill()
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("relay: usage: relay.py PORT=SOCKET[:cli]... -- COMMAND...", file=sys.stderr)
@@ -121,9 +142,14 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     routes, command = argv[:split], argv[split + 1 :]
     cli_pid: list[int] = []
+    tie: socket.socket | None = None
     try:
         for route in routes:
             port, _, rest = route.partition("=")
+            if port == "life":
+                tie = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                tie.connect(rest)
+                continue
             target, _, flag = rest.partition(":")
             _serve(int(port), target, cli_pid if flag == "cli" else None)
     except (OSError, ValueError) as exc:
@@ -135,6 +161,8 @@ def main(argv: list[str]) -> int:
         print(f"relay: cannot start {command[:1]}: {exc}", file=sys.stderr)
         return 127
     cli_pid.append(child.pid)
+    if tie is not None:
+        threading.Thread(target=_end_with, args=(tie, child), daemon=True).start()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda sig, _frame: child.send_signal(sig))
     while True:

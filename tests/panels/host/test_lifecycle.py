@@ -229,7 +229,7 @@ def test_up_after_a_kill_9_waits_for_the_new_life_and_sweeps_the_old_lifes_cli(
     tmp_path: Path, sandbox: str
 ) -> None:
     """Unconfined, a kill -9 of the host leaves its CLI and the command running, and the next
-    life sweeps them. In the sandbox they die with the host (bubblewrap's --die-with-parent):
+    life sweeps them. In the sandbox they die with the host (the relay's tie to its gateway ends):
     nothing is left to sweep."""
     root = Path(__file__).resolve().parents[3]
     (tmp_path / "work").mkdir()

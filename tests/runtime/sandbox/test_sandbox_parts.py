@@ -6,15 +6,16 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from runtime.sandbox import SandboxSettings, SandboxUnavailable, probe, sandbox_for
 from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
-from runtime.sandbox.launch import RELAY, relay_python
-from runtime.sandbox.plan import build_plan
+from runtime.sandbox.launch import RELAY, open_gateway, relay_python
+from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import check
 
 
@@ -188,6 +189,104 @@ def test_a_cli_installed_under_home_or_tmp_still_runs_inside(tmp_path: Path, whe
         user_home=home,
         state_home=None,
     )
-    done = subprocess.run([*plan.argv, "--flag"], capture_output=True, text=True, timeout=60)
+    opened = open_gateway(gateway, plan)  # the relay refuses to start without its tie
+    try:
+        done = subprocess.run([*plan.argv, "--flag"], capture_output=True, text=True, timeout=60)
+    finally:
+        opened.close()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"stand-in CLI ran in {work.resolve()} with --flag"
+
+
+def stand_in_plan(tmp_path: Path, script: str) -> tuple[Path, Plan]:
+    """(work dir, plan) of a sandbox whose "CLI" is the shell `script`; its gateway directory
+    is tmp_path/gw."""
+    support = probe()
+    assert support.bwrap is not None, support.reason
+    home, gateway = tmp_path / "home", tmp_path / "gw"
+    work = home / "proj"
+    work.mkdir(parents=True)
+    gateway.mkdir()
+    cli = tmp_path / "env" / "claude"
+    cli.parent.mkdir()
+    cli.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+    cli.chmod(0o755)
+    shutil.copyfile(RELAY, gateway / RELAY.name)
+    plan = build_plan(
+        bwrap=support.bwrap, cli=cli, python=relay_python(), relay=RELAY, gateway_dir=gateway,
+        cwd=work, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/p/eng", "HOME": str(home)},
+        settings=SandboxSettings(), user_home=home, state_home=None,
+    )  # fmt: skip
+    return work, plan
+
+
+def test_the_sandbox_outlives_the_thread_that_started_it_and_ends_with_the_gateway(
+    tmp_path: Path,
+) -> None:
+    """trio starts processes from worker threads that exit after 10 idle seconds; a sandbox
+    tied to that thread (bubblewrap's --die-with-parent) was killed with it, mid-approval.
+    Here the starting thread ends once the sandbox is up; the stand-in CLI must still reach
+    its second mark, and must end when the turn's gateway closes (as when the host dies)."""
+    work, plan = stand_in_plan(
+        tmp_path, 'echo one > mark1\nwhile [ ! -e go ]; do sleep 0.05; done\n'
+                  f'echo two > mark2\nsleep {LEFT} &\nexec sleep 61\n',  # one left behind
+    )  # fmt: skip
+    argv = plan.argv
+    gateway = open_gateway(tmp_path / "gw", plan)
+    started: list[subprocess.Popen[bytes]] = []
+    up = threading.Event()
+
+    def start() -> None:  # like trio's worker thread: alive while the sandbox comes up
+        started.append(subprocess.Popen(argv))
+        up.wait(30)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    try:
+        wait_for(lambda: (work / "mark1").exists(), "the CLI started")
+    finally:
+        up.set()
+        thread.join()
+    task = Path(f"/proc/self/task/{thread.native_id}")
+    wait_for(lambda: not task.exists(), "the starting thread gone from the kernel too")
+    (process,) = started
+    try:
+        (work / "go").touch()
+        wait_for(lambda: (work / "mark2").exists(), "the CLI still running after its thread")
+        assert process.poll() is None
+        gateway.close()
+        assert process.wait(timeout=30) != 0  # killed
+        # With what it left behind: bubblewrap's init would wait for it, keeping the sandbox.
+        wait_for(lambda: not running(f"sleep {LEFT}"), "the sandbox emptied")
+    finally:
+        gateway.close()
+        if process.poll() is None:
+            process.kill()
+
+
+def test_the_relay_refuses_to_start_without_its_tie_to_the_host(tmp_path: Path) -> None:
+    work, plan = stand_in_plan(tmp_path, "echo ran > ran\n")
+    done = subprocess.run(plan.argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 70 and "relay: cannot open" in done.stderr
+    assert not (work / "ran").exists()
+
+
+LEFT = "60.0713"  # a process the stand-in CLI leaves behind, by its command line
+
+
+def running(command: str) -> bool:
+    """Whether a process with exactly this command line runs (on this machine)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip() == command.encode():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"not seen within {within:g}s: {what}"
+        time.sleep(0.05)
