@@ -25,7 +25,7 @@ import httpx
 from runtime.jsonload import load_json
 from runtime.rehearsal.cassette import fold_stream
 from runtime.rehearsal.scrub import Scrubber, Tally, is_credential_header
-from runtime.rehearsal.server import MAX_BODY_BYTES, loopback_host
+from runtime.rehearsal.server import CLOSED, MAX_BODY_BYTES, loopback_host, next_event
 from runtime.rehearsal.sse import parse_sse
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -45,7 +45,6 @@ HOP_HEADERS = frozenset(
         "proxy-connection",
     }
 )
-_CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 OnExchange = Callable[[dict[str, Any], dict[str, Any]], None]
 
@@ -97,7 +96,7 @@ class Relay:
             async with stream:
                 while await self._one_exchange(conn, stream, client):
                     conn.start_next_cycle()
-        except (*_CLOSED, h11.ProtocolError):
+        except (*CLOSED, h11.ProtocolError):
             return
         except Exception as exc:  # one bad connection must not take the relay down
             self.failures.append(f"relay connection failed: {exc!r}")
@@ -105,11 +104,11 @@ class Relay:
     async def _one_exchange(
         self, conn: h11.Connection, stream: anyio.abc.SocketStream, client: httpx.AsyncClient
     ) -> bool:
-        event = await _next_event(conn, stream)
+        event = await next_event(conn, stream)
         if not isinstance(event, h11.Request):
             return False
         body = bytearray()
-        while not isinstance(part := await _next_event(conn, stream), h11.EndOfMessage):
+        while not isinstance(part := await next_event(conn, stream), h11.EndOfMessage):
             if not isinstance(part, h11.Data) or len(body) + len(part.data) > MAX_BODY_BYTES:
                 return False
             body += part.data
@@ -198,16 +197,6 @@ async def _send_error(conn: h11.Connection, stream: anyio.abc.SocketStream, mess
     await stream.send(conn.send(h11.Response(status_code=502, headers=headers)))
     await stream.send(conn.send(h11.Data(data=data)))
     await stream.send(conn.send(h11.EndOfMessage()))
-
-
-async def _next_event(conn: h11.Connection, stream: anyio.abc.SocketStream) -> Any:
-    while (event := conn.next_event()) is h11.NEED_DATA:
-        try:
-            data = await stream.receive(65536)
-        except _CLOSED:
-            data = b""
-        conn.receive_data(data)
-    return event
 
 
 @asynccontextmanager

@@ -40,7 +40,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 # Given the record of a request just answered, the usage to report instead of the computed
 # one (a cassette replays the recorded figures, which the CLI's context accounting reads).
 UsageHook = Callable[[RequestRecord], Mapping[str, Any] | None]
-_CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
+CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 def loopback_host(host: str) -> str:
@@ -147,18 +147,18 @@ class RehearsalServer:
             async with stream:
                 while await self._one_exchange(conn, stream):
                     conn.start_next_cycle()
-        except (*_CLOSED, h11.ProtocolError):
+        except (*CLOSED, h11.ProtocolError):
             return  # the client went away or spoke nonsense: nothing to answer
         except Exception as exc:  # never let one connection take the listener down
             self.model.failures.append(f"connection failed: {exc!r}")
 
     async def _one_exchange(self, conn: h11.Connection, stream: anyio.abc.SocketStream) -> bool:
         """Read one request and answer it; False when the connection should close."""
-        event = await _next_event(conn, stream)
+        event = await next_event(conn, stream)
         if not isinstance(event, h11.Request):
             return False
         body = bytearray()
-        while not isinstance(part := await _next_event(conn, stream), h11.EndOfMessage):
+        while not isinstance(part := await next_event(conn, stream), h11.EndOfMessage):
             if not isinstance(part, h11.Data):
                 return False
             body += part.data
@@ -252,11 +252,12 @@ def with_usage(answer: Answer, usage: Mapping[str, Any]) -> Answer:
     return replace(answer, events=tuple(events))
 
 
-async def _next_event(conn: h11.Connection, stream: anyio.abc.SocketStream) -> Any:
+async def next_event(conn: h11.Connection, stream: anyio.abc.SocketStream) -> Any:
+    """The next h11 event of `conn`, reading `stream` as needed (a closed stream is its end)."""
     while (event := conn.next_event()) is h11.NEED_DATA:
         try:
             data = await stream.receive(65536)
-        except _CLOSED:
+        except CLOSED:
             data = b""
         conn.receive_data(data)
     return event

@@ -9,29 +9,16 @@ Each graph is one test case named after its file, so a failure names the graph.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from panels.host.loop_rules import RULES
+from tests.corpus_kit import load_replay
 
-
-def _load_replay() -> ModuleType:
-    # The replayer lives with the corpus it reads (bench/loop_corpus.py loads it too).
-    path = Path(__file__).parent / "corpus" / "replay.py"
-    spec = importlib.util.spec_from_file_location("loop_corpus_replay", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-replay = _load_replay()
+# The replayer lives with the corpus it reads (bench/loop_corpus.py loads it too).
+replay = load_replay(Path(__file__).parent / "corpus" / "replay.py", "loop_corpus_replay")
 CASES = replay.load_all()
 LEGIT = [c for c in CASES if not c.loop]
 LOOPS = [c for c in CASES if c.loop]
