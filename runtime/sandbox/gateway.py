@@ -11,9 +11,8 @@ connections to the sockets here, in a directory bound into the sandbox:
   which nothing is ever sent, and stops the CLI when it ends. It ends when the gateway closes
   at the end of the turn, or when the host process dies (the kernel closes its sockets).
 
-bubblewrap's own `--die-with-parent` is not used for that: it ties the sandbox to the thread
-that started it, and trio starts processes from worker threads that exit after 10 idle
-seconds, which killed a CLI waiting that long for the operator's approval.
+bubblewrap's `--die-with-parent` ties the sandbox to the launcher shell that starts it
+(launch.py), which a host killed with -9 leaves behind; the tie covers that case.
 
 Plain threads and blocking sockets: a gateway lives for one turn, carries a handful of
 connections, and must not care which event loop the host runs.

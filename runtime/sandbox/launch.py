@@ -1,7 +1,7 @@
 """One sandboxed turn: the gateway, the relay, and a launcher the SDK runs as "the CLI".
 
 The SDK starts `cli_path` with the CLI's arguments. For a sandboxed turn that path is a
-small launcher script, written into a private per-turn directory, that execs bubblewrap with
+small launcher script, written into a private per-turn directory, that runs bubblewrap with
 the turn's plan and then the real CLI under the relay. The directory also holds the gateway's
 sockets; it is removed when the turn ends.
 """
@@ -89,7 +89,13 @@ def open_gateway(directory: Path, plan: Plan) -> Gateway:
 
 
 def launcher_script(plan: Plan) -> str:
-    return "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in plan.argv) + ' "$@"\n'
+    """The script the SDK starts as the CLI. It runs bubblewrap as its child, not by `exec`:
+    bubblewrap's --die-with-parent follows the *thread* that started its parent process, and
+    trio starts processes from worker threads that exit after 10 idle seconds, which killed
+    a CLI that waited that long for the operator. The shell is single-threaded, so the sandbox
+    now dies with the shell (a stop, or a kill of "the CLI"); the relay's tie to the turn's
+    gateway (gateway.py) ends it with the host."""
+    return "#!/bin/sh\n" + " ".join(shlex.quote(a) for a in plan.argv) + ' "$@"\n'
 
 
 def sandbox_for(

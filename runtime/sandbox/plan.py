@@ -97,9 +97,9 @@ def build_plan(
     """The command line for one turn; pure apart from checking which paths exist."""
     endpoint = Endpoint.of(env)
     cli_home = Path(env["HOME"]) if env.get("HOME") else user_home
-    # No --die-with-parent: it follows the thread that started bwrap (gateway.py says why);
-    # the relay's tie to the host's gateway (`life=`) ends the sandbox with the host instead.
-    args: list[str] = [bwrap, "--new-session", "--cap-drop", "ALL"]
+    # --die-with-parent ties it to the launcher shell (launch.py says why not to the host's
+    # thread); the relay's tie to the turn's gateway (`life=`) ends it with the host.
+    args: list[str] = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     args += ["--unshare-cgroup-try"]
     args += _system()

@@ -39,7 +39,7 @@ def check(bwrap: str | None) -> Support:
     args = [bwrap, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--cap-drop", "ALL"]
     try:
         done = subprocess.run(
-            [*args, "true"],
+            [*args, "--die-with-parent", "true"],
             capture_output=True,
             timeout=PROBE_TIMEOUT_S,
             check=False,

@@ -14,7 +14,7 @@ import pytest
 
 from runtime.sandbox import SandboxSettings, SandboxUnavailable, probe, sandbox_for
 from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
-from runtime.sandbox.launch import RELAY, open_gateway, relay_python
+from runtime.sandbox.launch import RELAY, launcher_script, open_gateway, relay_python
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import check
 
@@ -224,20 +224,23 @@ def test_the_sandbox_outlives_the_thread_that_started_it_and_ends_with_the_gatew
     tmp_path: Path,
 ) -> None:
     """trio starts processes from worker threads that exit after 10 idle seconds; a sandbox
-    tied to that thread (bubblewrap's --die-with-parent) was killed with it, mid-approval.
+    tied to that thread (bubblewrap's --die-with-parent, when the launcher exec'd it) was
+    killed with it, mid-approval.
     Here the starting thread ends once the sandbox is up; the stand-in CLI must still reach
     its second mark, and must end when the turn's gateway closes (as when the host dies)."""
     work, plan = stand_in_plan(
         tmp_path, 'echo one > mark1\nwhile [ ! -e go ]; do sleep 0.05; done\n'
                   f'echo two > mark2\nsleep {LEFT} &\nexec sleep 61\n',  # one left behind
     )  # fmt: skip
-    argv = plan.argv
+    launcher = tmp_path / "claude"  # what the SDK starts, as Sandbox.turn writes it
+    launcher.write_text(launcher_script(plan), encoding="utf-8")
+    launcher.chmod(0o700)
     gateway = open_gateway(tmp_path / "gw", plan)
     started: list[subprocess.Popen[bytes]] = []
     up = threading.Event()
 
     def start() -> None:  # like trio's worker thread: alive while the sandbox comes up
-        started.append(subprocess.Popen(argv))
+        started.append(subprocess.Popen([str(launcher)]))
         up.wait(30)
 
     thread = threading.Thread(target=start)
@@ -290,3 +293,27 @@ def wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> None
     while not check():
         assert time.monotonic() < deadline, f"not seen within {within:g}s: {what}"
         time.sleep(0.05)
+
+
+def test_killing_the_launcher_ends_the_whole_sandbox(tmp_path: Path) -> None:
+    """What the SDK started is "the CLI" to it: killing it must end everything inside, or
+    the sandbox would keep the SDK's pipes open and the turn would never end."""
+    work, plan = stand_in_plan(tmp_path, f"echo one > mark1\nsleep {LEFT} &\nexec sleep 61\n")
+    launcher = tmp_path / "claude"
+    launcher.write_text(launcher_script(plan), encoding="utf-8")
+    launcher.chmod(0o700)
+    gateway = open_gateway(tmp_path / "gw", plan)
+    process = subprocess.Popen([str(launcher)], stdout=subprocess.PIPE)
+    try:
+        wait_for(lambda: (work / "mark1").exists(), "the CLI started")
+        process.kill()
+        wait_for(lambda: not running(f"sleep {LEFT}"), "the sandbox emptied")
+        assert process.stdout is not None
+        assert process.stdout.read() == b""  # EOF: nothing inside holds the pipe any more
+    finally:
+        gateway.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
