@@ -9,15 +9,17 @@ Cancellation: a transaction runs whole in its thread (`to_thread` does not aband
 a cancel takes effect only once it has committed or rolled back. The back-off between
 attempts is an ordinary async sleep: a cancel there leaves nothing half done.
 
-Connection loss (a server restart, `pg_terminate_backend`, a network cut): the broken
-connection is dropped and the whole transaction runs again on a fresh one, backing off,
-until `options.lock_deadline` has passed; then `PgBusyError` (a `BusBusyError`). So is a
-serialization failure or a deadlock. A loss during COMMIT leaves its outcome unknown, so
-every write is written to be run twice safely (see `PgBus` for how each one is).
+Connection loss (a server restart, `pg_terminate_backend`, a network cut): the connection
+is dropped (so is any connection whose transaction raised) and the whole transaction runs
+again on a fresh one, backing off, until `options.lock_deadline` has passed; then
+`PgBusyError` (a `BusBusyError`). So is a serialization failure or a deadlock. A loss
+during COMMIT leaves its outcome unknown, so every write is written to be run twice safely
+(see `PgBus` for how each one is).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -102,7 +104,11 @@ class Pool:
                     conn.execute("SET LOCAL synchronous_commit = on")
                 result = work(conn)
         except BaseException:
-            self.give_back(conn)  # a broken one is closed there
+            # Never reused: psycopg does not always mark a connection the server cut off as
+            # broken (its rollback can fail and leave "another command is already in
+            # progress"), and a retry on it fails again until the lock deadline.
+            with contextlib.suppress(Exception):
+                conn.close()
             raise
         self.give_back(conn)
         return result

@@ -44,6 +44,31 @@ async def test_a_submit_run_twice_writes_once(
         assert [r.id for r in await bus.history()] == first
 
 
+async def test_a_connection_whose_transaction_failed_is_never_used_again(
+    pg_url: str, options: Callable[..., BusOptions]
+) -> None:
+    """The server can cut a connection in a way psycopg does not mark as broken (CI saw a
+    retry fail on one for 61 s: "another command is already in progress"); the retry must
+    take a fresh connection whatever state the failed one was left in."""
+    pool = Pool(pg_url, options())
+    backends: list[int] = []
+
+    def work(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        backends.append(int(str(row[0])))
+        if len(backends) == 1:
+            raise psycopg.OperationalError("cut off")  # transient: run again
+        return backends[-1]
+
+    try:
+        assert await pool.run(work) == backends[1]
+        assert backends[0] != backends[1]
+        assert await pool.run(work) == backends[2] == backends[1]  # a good one is kept
+    finally:
+        pool.close()
+
+
 async def test_a_claim_run_twice_with_its_token_takes_the_same_rows_once(
     pg_url: str, options: Callable[..., BusOptions]
 ) -> None:
