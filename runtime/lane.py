@@ -29,7 +29,6 @@ quoted), empty strings, more than `MAX_FRONT_MATTER_BYTES` of front matter and l
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +40,6 @@ from runtime.errors import LaneError, PolicyError
 from runtime.policy.patterns import SafePattern, compile_pattern
 from runtime.roledoc import read_role_doc
 
-# The store's meta key holding the lane of the panel's last turn (`lane_meta`), for viewers.
-LANE_META = "lane"
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 MAX_LIST_ENTRIES = 1_000
 LIST_KEYS = ("writable", "readable", "tools", "recipients", "commands")
@@ -98,12 +95,6 @@ class Lane:
         limit = self.max_turn_tool_calls
         lines.append(f"max_turn_tool_calls: {'(not restricted)' if limit is None else limit}")
         return lines
-
-
-def lane_meta(lane: Lane | None) -> str:
-    """The value the session stores under `LANE_META`: "" for no lane, else JSON with the
-    role doc (`source`), each key's value (null: not restricted) and `describe()`'s lines."""
-    return "" if lane is None else json.dumps(lane.as_dict(), sort_keys=True)
 
 
 def read_lane(path: Path) -> Lane | None:

@@ -71,7 +71,7 @@ from runtime.guard.records import HaltRecord
 from runtime.guard.settings import BudgetSettings
 from runtime.guard.world import GitProbe, WorkingTree, git_state
 from runtime.home import InstancePaths
-from runtime.lane import LANE_META, Lane, lane_meta, split_front_matter
+from runtime.lane import split_front_matter
 from runtime.memory import Memory, Provenance, open_memory
 from runtime.policy.approver import Asker
 from runtime.policy.setup import build_approver
@@ -169,9 +169,6 @@ class Session:
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
         self._read_checks = 0
-        self._lane: Lane | None = None
-        self._lane_read = False  # a turn has read the role doc (then `_lane` is its lane)
-        self._lane_saved: str | None = None  # what the store's `lane` meta key holds
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools = (*build_tools(self), *tools)
 
@@ -206,21 +203,6 @@ class Session:
             return read_role_doc(self.role.path) if self.role.path else ""
         except RoleDocError:
             return ""
-
-    @property
-    def lane(self) -> Lane | None:
-        """The lane of the last turn's read of the role doc; before any turn, of a fresh read
-        (LaneError when its front matter is malformed). None: the doc declares no lane."""
-        if self._lane_read:
-            return self._lane
-        path = self.role.path
-        if path is None:
-            return None
-        try:
-            text = read_role_doc(path)
-        except RoleDocError:
-            return None  # unreadable before any turn: no text, so no lane yet
-        return split_front_matter(text, str(path))[0]
 
     async def check_read(self, path: str) -> str | None:
         lane = self.guard.lane
@@ -418,12 +400,7 @@ class Session:
             halted = self.guard.halted or record
             await self.save_halt()
             raise self._refuse(halted) from None
-        self._lane, self._lane_read = lane, True
-        self.guard.set_lane(lane, self.cwd)
-        shown = lane_meta(lane)
-        if shown != self._lane_saved:  # for `mnemara show` and the dashboard, in any process
-            await self.store.set_meta(LANE_META, shown)
-            self._lane_saved = shown
+        self.guard.set_lane(lane, self.cwd)  # the one holder of the lane in force
         return body
 
     def _close_sends(self) -> tuple[OutboxDraft, ...]:

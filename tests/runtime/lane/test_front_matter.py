@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import LaneError, RoleDocError
-from runtime.lane import MAX_FRONT_MATTER_BYTES, Lane, lane_meta, split_front_matter
+from runtime.lane import MAX_FRONT_MATTER_BYTES, Lane, split_front_matter
 from runtime.roledoc import read_role_doc
 
 
@@ -91,13 +91,13 @@ def test_an_empty_list_restricts_everything(tmp_path: Path) -> None:
     assert "writable: (none)" in lane.describe()
 
 
-def test_the_stored_meta_names_the_lane(tmp_path: Path) -> None:
+def test_the_lane_as_show_json_prints_it(tmp_path: Path) -> None:
     text, path = doc(tmp_path, "---\nrecipients: [a]\n---\n")
     lane, _ = split_front_matter(text, path)
-    shown = json.loads(lane_meta(lane))
+    assert lane is not None
+    shown = json.loads(json.dumps(lane.as_dict()))
     assert shown["recipients"] == ["a"] and shown["writable"] is None
     assert shown["source"] == path and "recipients: a" in shown["lines"]
-    assert lane_meta(None) == ""
 
 
 @pytest.mark.parametrize(

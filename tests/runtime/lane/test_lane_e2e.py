@@ -100,7 +100,8 @@ async def test_a_malformed_lane_halts_before_the_model_is_called(
             rig.paths.role.write_text('---\nwritable: ["src/**"]\n---\n' + ROLE_DOC)
             await session.resume()
             events = [e async for e in session.turn("hello again")]
-            assert session.lane is not None and session.lane.writable == ("src/**",)
+            lane = session.guard.lane
+            assert lane is not None and lane.writable == ("src/**",)
         requests = rig.requests()
     assert f"{rig.paths.role}:3: lane front matter: indents with a tab" in str(caught.value)
     assert caught.value.record.source == "lane" and halt["source"] == "lane"
