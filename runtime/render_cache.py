@@ -44,9 +44,13 @@ class RenderCache:
         """The blocks of the window's (revision, row) pairs in order, rows with no text left out;
         the row with id `leave_out` (the input of the turn being run) is not part of it."""
         rows = self._without(list(window), leave_out)
-        blocks = self._reuse(rows)
-        if blocks is None:
+        last, reused = self._window, self._reuse(rows)
+        if reused is None:
             blocks = [self._block(entry) for entry in rows]
+        else:
+            skip, blocks = reused
+            for _, row in last[:skip]:  # the oldest rows left; nothing else did
+                self._entries.pop(row.id, None)
         self._window, self._blocks = rows, blocks
         if len(self._entries) > len(rows):  # every row now has an entry: the rest left
             alive = {row.id for _, row in rows}
@@ -54,9 +58,10 @@ class RenderCache:
                 del self._entries[gone]
         return list(filter(None, blocks))  # a block is a non-empty dict
 
-    def _reuse(self, rows: list[Revised]) -> list[Block | None] | None:
-        """The blocks, reusing the last window's when `rows` is that window minus some of its
-        oldest rows plus new ones; None when the window changed in other ways."""
+    def _reuse(self, rows: list[Revised]) -> tuple[int, list[Block | None]] | None:
+        """How many of the last window's oldest rows left and the blocks, reusing the last
+        window's, when `rows` is that window minus those rows plus new ones; None when the
+        window changed in other ways."""
         last = self._window
         if not last or not rows:
             return None
@@ -67,7 +72,7 @@ class RenderCache:
         kept = len(last) - skip
         if rows[:kept] != last[skip:]:
             return None
-        return self._blocks[skip:] + [self._block(entry) for entry in rows[kept:]]
+        return skip, self._blocks[skip:] + [self._block(entry) for entry in rows[kept:]]
 
     def _block(self, entry: Revised) -> Block | None:
         rev, row = entry
@@ -82,5 +87,6 @@ class RenderCache:
         if leave_out is None:
             return rows
         if rows and rows[-1][1].id == leave_out:  # the turn's input is the newest row
-            return rows[:-1]
+            rows.pop()
+            return rows
         return [entry for entry in rows if entry[1].id != leave_out]

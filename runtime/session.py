@@ -413,11 +413,11 @@ class Session:
         self, system: str, user_id: int, text: str, inbox: str | None, ttl: CacheTtl
     ) -> AsyncGenerator[DriverEvent, None]:
         # One read of the window; only rows new or changed since the last turn are rendered.
-        window = await self.store.revised_rows()
+        window, slots = await self.store.prompt_parts()
         prompt = build_prompt(
             role_doc=system,
             transcript=self.renders.transcript(window, leave_out=user_id),
-            slots=await self.store.slots(),
+            slots=slots,
             manifest=await self.manifest_text(),
             inbox=inbox,
             input_text=text,

@@ -26,6 +26,10 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+def _prompt_parts(store: TurnStore) -> tuple[list[tuple[int, Row]], list[Slot]]:
+    return store.revised_rows(), store.slots()
+
+
 class AsyncTurnStore:
     """TurnStore for async callers; every call waits its turn for the one connection."""
 
@@ -52,6 +56,10 @@ class AsyncTurnStore:
 
     async def revised_rows(self) -> list[tuple[int, Row]]:
         return await self.run(TurnStore.revised_rows)
+
+    async def prompt_parts(self) -> tuple[list[tuple[int, Row]], list[Slot]]:
+        """`revised_rows()` and `slots()`, read in one hop to the store's thread."""
+        return await self.run(_prompt_parts)
 
     async def window_totals(self) -> tuple[int, int]:
         return await self.run(TurnStore.window_totals)

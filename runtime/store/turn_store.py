@@ -120,7 +120,7 @@ class TurnStore:
         """What trimming needs of every row, in window order, from the mirror: no blocks are
         read or decoded (a query of these columns alone scans the whole table, blocks and
         all, which took twice as long at 2,000 rows)."""
-        return self._read(lambda c: [RowStat.of(row) for _, row in self._synced(c).revised()])
+        return self._read(lambda c: self._synced(c).stats())
 
     def _synced(self, conn: sqlite3.Connection) -> WindowMirror:
         self._mirror.sync(conn)

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 from runtime.rows import Row
 from runtime.store import row_sql
+from runtime.window import RowStat
 
 
 class WindowMirror:
@@ -41,6 +42,7 @@ class WindowMirror:
         self._version: int | None = None  # data_version at the last sync; None: resync in full
         self._counter = 0  # the revision counter at the last sync
         self._touched: set[int] = set()
+        self._stats: dict[int, RowStat] = {}  # by id: what trimming needs of each row
 
     def touch(self, ids: Iterable[int]) -> None:
         """Rows this connection inserted, changed or deleted since the last sync."""
@@ -49,6 +51,7 @@ class WindowMirror:
     def invalidate(self) -> None:
         """Resync in full at the next sync (rows changed, which ones unknown)."""
         self._version = None
+        self._stats = {}  # rebuilt by the resync: none can be trusted to match its row
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the mirror up to date; call inside a read transaction."""
@@ -71,6 +74,12 @@ class WindowMirror:
         """(revision, row) pairs in window order (a copy: the mirror changes at the next sync)."""
         return self._revised.copy()
 
+    def stats(self) -> list[RowStat]:
+        """What trimming needs of each row, in window order. A row's stat is made when the
+        row enters or changes, so planning a trim costs a walk, not a rebuild, of the window."""
+        stats = self._stats
+        return [stats[i] for i in self._order]
+
     def totals(self) -> tuple[int, int]:
         """(rows, tokens) of the window."""
         return len(self._order), self._tokens
@@ -86,9 +95,9 @@ class WindowMirror:
         gone = {i for i in touched if i not in found and i in self._rows}
         for i in gone:
             self._tokens -= self._rows.pop(i)[1].tokens
+            del self._stats[i]
         if gone:
-            self._order = [i for i in self._order if i not in gone]
-            self._revised = [self._rows[i] for i in self._order]
+            self._drop(gone)
         order, revised = self._order, self._revised
         for i, entry in found.items():
             old = self._rows.get(i)
@@ -103,8 +112,20 @@ class WindowMirror:
                 order.insert(at, i)
                 revised.insert(at, entry)
             self._rows[i] = entry
+            self._stats[i] = RowStat.of(entry[1])
             self._tokens += entry[1].tokens
         return True
+
+    def _drop(self, gone: set[int]) -> None:
+        """Take the `gone` ids (already out of `_rows`) out of the window order: a slice
+        when they are its oldest rows, as after a trim, else a walk."""
+        order = self._order
+        if order[: len(gone)] == sorted(gone):
+            del order[: len(gone)]
+            del self._revised[: len(gone)]
+        else:
+            self._order = [i for i in order if i not in gone]
+            self._revised = [self._rows[i] for i in self._order]
 
     def _resync(self, conn: sqlite3.Connection) -> None:
         revisions = row_sql.select_revisions(conn)
@@ -113,6 +134,11 @@ class WindowMirror:
         fresh = row_sql.select_rows_by_id(conn, stale) if stale else {}
         # Rebuilt from the ids present now, so rows deleted since are dropped.
         self._rows = {i: fresh[i] if i in fresh else known[i] for i, _ in revisions}
+        kept = self._stats
+        self._stats = {
+            i: kept[i] if i in kept and i not in fresh else RowStat.of(self._rows[i][1])
+            for i, _ in revisions
+        }
         self._order = [i for i, _ in revisions]
         self._revised = [self._rows[i] for i in self._order]
         self._tokens = sum(row.tokens for _, row in self._rows.values())

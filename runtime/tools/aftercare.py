@@ -16,7 +16,7 @@ from runtime.config import InstanceConfig
 from runtime.debuglog import DebugLog
 from runtime.evict import strip_bulk, written_paths
 from runtime.rows import Block, estimate_tokens
-from runtime.store import AsyncTurnStore
+from runtime.store import AsyncTurnStore, TurnStore
 from runtime.tools.compress_reads import compress_reads
 from runtime.window import TrimPlan, WindowCaps, exceeds_caps, plan_trim
 
@@ -61,21 +61,28 @@ def window_caps(config: InstanceConfig) -> WindowCaps:
     )
 
 
+def _trim_to_caps(store: TurnStore, caps: WindowCaps) -> TrimPlan | None:
+    """The trim on the store's thread, in one hop: the totals (the store keeps them), and only
+    when a cap is exceeded every row's stats (no blocks), the plan and the delete."""
+    if not exceeds_caps(*store.window_totals(), caps):
+        return None
+    plan = plan_trim(store.row_stats(), caps)
+    if not plan.needed:
+        return None
+    store.delete_rows(plan.evict_ids)
+    return plan
+
+
 async def trim_window(
     store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
 ) -> TrimPlan | None:
     """Trim the window to its caps (in steps, runtime/window.py); the plan when rows went.
 
-    Runs after every turn, so it costs what the window's totals cost (the store keeps them)
-    until a cap is exceeded; only then are every row's stats read, without their blocks."""
-    caps = window_caps(config)
-    rows, tokens = await store.window_totals()
-    if not exceeds_caps(rows, tokens, caps):
+    Runs after every turn, so it costs one read of the window's totals until a cap is
+    exceeded."""
+    plan = await store.run(_trim_to_caps, window_caps(config))
+    if plan is None:
         return None
-    plan = plan_trim(await store.row_stats(), caps)
-    if not plan.needed:
-        return None
-    await store.delete_rows(plan.evict_ids)
     if plan.forced_ids:
         forced = int(await store.get_meta("forced_pinned_evictions") or 0)
         await store.set_meta("forced_pinned_evictions", str(forced + len(plan.forced_ids)))

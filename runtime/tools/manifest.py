@@ -121,6 +121,8 @@ class FileTracker:
 
     async def entries(self) -> list[ManifestEntry]:
         reads = list(self.reads.items())
+        if not reads:
+            return []
         now = await anyio.to_thread.run_sync(lambda: [fingerprint(p) for p, _ in reads])
         out = []
         for (path, then), current in zip(reads, now, strict=True):

@@ -13,6 +13,7 @@ import pytest
 from runtime.errors import StoreError
 from runtime.rows import NewRow
 from runtime.store import TurnStore, row_sql
+from runtime.window import RowStat
 
 MakeRow = Callable[..., NewRow]
 FULL_SCAN = "SELECT id, rev FROM window_rows ORDER BY id"
@@ -34,6 +35,7 @@ def assert_true_to_file(store: TurnStore) -> None:
     assert store.revised_rows() == revised
     assert store.rows() == [row for _, row in revised]
     assert store.window_totals() == (len(revised), tokens)
+    assert store.row_stats() == [RowStat.of(row) for _, row in revised]
 
 
 def test_random_writes_from_both_connections_keep_the_mirror_true(
@@ -45,7 +47,7 @@ def test_random_writes_from_both_connections_keep_the_mirror_true(
             writer = store if rng.random() < 0.6 else other
             ids = [r.id for r in store.rows()]
             op = rng.choice(
-                ["append", "turn", "replace", "pin", "label", "delete", "interrupt", "fail"]
+                ["append", "turn", "replace", "pin", "label", "delete", "trim", "interrupt", "fail"]
             )
             if op == "append" or not ids:
                 writer.append([make_row(f"s{step}", tokens=rng.randint(1, 50))])
@@ -66,6 +68,8 @@ def test_random_writes_from_both_connections_keep_the_mirror_true(
                 writer.set_label(rng.choice(ids), f"l{step}")
             elif op == "delete":
                 writer.delete_rows(rng.sample(ids, k=min(len(ids), rng.randint(1, 3))))
+            elif op == "trim":  # the oldest rows, as a trim takes them
+                writer.delete_rows(ids[: rng.randint(1, 3)])
             elif op == "interrupt":
                 writer.begin_turn(make_row(f"cut {step}"))
                 writer.recover_interrupted()
