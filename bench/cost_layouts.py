@@ -33,7 +33,8 @@ from runtime.prompt import render_row
 from runtime.recorder import TurnRecorder
 from runtime.rehearsal import RehearsalServer, RequestRecord
 from runtime.rows import Row, estimate_tokens
-from runtime.session import Trimmed, open_session
+from runtime.session_events import Trimmed
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 from runtime.tools.aftercare import window_caps
 from runtime.window import RowStat, WindowCaps, plan_trim

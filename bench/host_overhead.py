@@ -1,10 +1,10 @@
 """Host overhead per turn without the model: the real `Session` turn path, by window size.
 
 For each window size (`--rows`, default 500, 2,000 and 8,000 rows of text, tool_use and
-tool_result blocks, about 108 tokens a row) a fresh instance is seeded in one bulk insert and a
-real session (`runtime.session.open_session`) runs `--turns` turns against a driver that answers
-at once: every third reply reads a file through a tool call. Each measured turn is the whole
-`Session.turn`: role doc, input row stored, window read and prompt assembled, the reply
+tool_result blocks, about 108 tokens a row) a fresh instance is seeded in one bulk insert and
+a real session (`runtime.session_open.open_session`) runs `--turns` turns against a driver
+that answers at once: every third reply reads a file through a tool call. Each measured turn
+is the whole `Session.turn`: role doc, input row stored, window read and prompt assembled, the reply
 committed, spend saved, post-turn care and the trim (the caps sit 20 rows above the seed and the
 window drops to 95% of them, so trims come as they do in a long session). Nothing else runs.
 
@@ -53,7 +53,9 @@ from runtime.driver import (
 )
 from runtime.home import InstancePaths
 from runtime.rows import NewRow, estimate_tokens
-from runtime.session import Session, Trimmed, TurnCommitted, open_session
+from runtime.session import Session
+from runtime.session_events import Trimmed, TurnCommitted
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 HEADROOM_ROWS = 20

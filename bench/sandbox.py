@@ -101,7 +101,7 @@ async def per_turn(turns: int) -> None:
     from runtime.rehearsal import open_rehearsal_server, parse_script
     from runtime.rehearsal.env import rehearsal_env
     from runtime.sandbox import Sandbox, SandboxSettings, probe
-    from runtime.session import open_session
+    from runtime.session_open import open_session
     from runtime.store import TurnStore
 
     support = probe()

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.session import Session, open_session
+    from runtime.session import Session
+    from runtime.session_open import open_session
 
 __all__ = ["Session", "open_session"]
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 import anyio
 
 from runtime.cache_ttl import CacheTtl, TtlChooser, cli_env
-from runtime.config import InstanceConfig, load_config, save_config
+from runtime.config import InstanceConfig, save_config
 from runtime.debuglog import DebugLog
 from runtime.driver import (
     AgentDriver,
@@ -55,13 +54,9 @@ from runtime.driver import (
     Usage,
 )
 from runtime.errors import (
-    CredentialsError,
-    DriverError,
     LaneError,
     PanelHaltedError,
-    PromptTooLongError,
     RoleDocError,
-    ServiceBusyError,
 )
 from runtime.guard import halts
 from runtime.guard.guard import Guard, GuardSettings
@@ -72,56 +67,26 @@ from runtime.guard.settings import BudgetSettings
 from runtime.guard.world import GitProbe, WorkingTree, git_state
 from runtime.home import InstancePaths
 from runtime.lane import split_front_matter
-from runtime.memory import Memory, Provenance, open_memory
-from runtime.policy.approver import Asker
-from runtime.policy.setup import build_approver
+from runtime.memory import Memory, Provenance
 from runtime.prompt import build_prompt
 from runtime.recorder import TurnRecorder
 from runtime.render_cache import RenderCache
 from runtime.roledoc import RoleDocRead, RoleDocSource, read_role_doc
-from runtime.rows import Consumed, NewRow, OutboxDraft, estimate_tokens, send_label
-from runtime.store import AsyncTurnStore, open_turn_store
+from runtime.rows import Consumed, NewRow, OutboxDraft, estimate_tokens
+from runtime.session_events import (
+    STOPPED_NOTE,
+    RoleWarning,
+    SessionEvent,
+    Trimmed,
+    TurnCommitted,
+    error_for,
+)
+from runtime.store import AsyncTurnStore
 from runtime.tools import build_tools
 from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
 from runtime.tools.manifest import FileTracker
 from runtime.tools.mcp_wire import stdio_servers
-
-STOPPED_NOTE = "[turn stopped before it finished]"
-# How long settled delivery state (acked ids, published sends) is kept: long enough that a
-# bus message redelivered after a host was down for days is still recognised as consumed.
-DELIVERY_RETENTION = 7 * 24 * 3600.0
-
-
-@dataclass(frozen=True)
-class RoleWarning:
-    message: str
-
-
-@dataclass(frozen=True)
-class Trimmed:
-    evicted: tuple[int, ...]
-    forced: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class TurnCommitted:
-    user_row_id: int
-    row_ids: tuple[int, ...]
-
-
-SessionEvent = DriverEvent | RoleWarning | Trimmed | TurnCommitted | Halted
-
-
-def error_for(event: ErrorEvent) -> DriverError:
-    if event.kind == "credentials":
-        return CredentialsError(event.message)
-    if event.kind in ("rate_limited", "overloaded"):
-        return ServiceBusyError(f"{event.message} (your input is kept; send it again later)")
-    if event.kind == "prompt_too_long":
-        return PromptTooLongError(
-            f"{event.message}; lower max_window_tokens (/tokens) or evict rows (/evict)"
-        )
-    return DriverError(event.message)
+from runtime.turn_sends import TurnSends
 
 
 class Session:
@@ -164,8 +129,7 @@ class Session:
         self.shared_memory: Memory | None = None  # set by a host whose team shares memory
         self.panel = paths.name  # a host names its panel and its epoch (provenance)
         self.epoch = 0
-        self._sends: list[OutboxDraft] = []  # queued by the turn in flight, committed with it
-        self._send_row: int | None = None  # the input row of the turn accepting sends, if any
+        self.sends = TurnSends()  # queued by the turn in flight, committed with it
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
         self._read_checks = 0
@@ -271,22 +235,10 @@ class Session:
     def queue_send(
         self, recipient: str | None, payload: dict[str, Any], topic: str | None = None
     ) -> str:
-        """Queue a message to send (`recipient` None: everyone) once the turn in flight commits.
-
-        Returns the label the model can cite, `<input row id>.<position>`. Nothing leaves
-        before the commit: the owner publishes the outbox after the turn, so a turn cut off
-        and run again does not send twice. Raises RuntimeError outside a turn, ValueError for
-        a payload that is not a JSON-serialisable object.
-        """
-        if self._send_row is None:
-            raise RuntimeError(
-                "queue_send is only valid while a turn is in flight (from a tool the turn "
-                "calls); outside a turn there is no commit to send with"
-            )
-        draft = OutboxDraft.new(recipient, payload, topic)  # checks the payload
-        label = send_label(self._send_row, len(self._sends))
-        self._sends.append(draft)
-        return label
+        """Queue a message to send (`recipient` None: everyone) once the turn in flight commits
+        (runtime/turn_sends.py); the label the model can cite. Raises RuntimeError outside a
+        turn, ValueError for a payload that is not a JSON-serialisable object."""
+        return self.sends.queue(recipient, payload, topic)
 
     # -- the turn -----------------------------------------------------------------------------
 
@@ -321,7 +273,7 @@ class Session:
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
         self.in_flight_row = self.last_turn_row = user_id
-        self._sends, self._send_row = [], user_id
+        self.sends.open(user_id)
         # Always with its source, even with no ids: the turn's sends go back to that source.
         consumed = Consumed(source, tuple(consumed_ids))
         recorder = TurnRecorder(result_cap=self.config.tool_result_max_chars)
@@ -360,7 +312,7 @@ class Session:
             halt = await self.guard.finish_turn()
             if halt is not None:
                 recorder.note(halt.notice())
-            ids = await self._commit(user_id, recorder, consumed, self._close_sends())
+            ids = await self._commit(user_id, recorder, consumed, self.sends.close())
             committed = True
             if halt is not None:
                 yield await self._halt(halt, user_id, ids)
@@ -368,7 +320,8 @@ class Session:
         finally:
             self.cache_ttl.end_turn()
             user_row, self.in_flight_row = self.in_flight_row, None
-            sends, self._sends = self._close_sends(), []
+            sends = self.sends.close()
+            self.sends.discard()
             self.guard.close_turn()  # closes the turn's budget and sentinel state if still open
             if self._unlogged is not None:  # halted, then stopped before it was stored
                 halts.log_halt(self.debug, self._unlogged, user_row_id=user_row)
@@ -402,12 +355,6 @@ class Session:
             raise self._refuse(halted) from None
         self.guard.set_lane(lane, self.cwd)  # the one holder of the lane in force
         return body
-
-    def _close_sends(self) -> tuple[OutboxDraft, ...]:
-        """The turn's sends as they will be committed; `queue_send` refuses from now on, so
-        nothing can be queued after the commit and silently never sent."""
-        self._send_row = None
-        return tuple(self._sends)
 
     async def _drive(
         self, system: str, user_id: int, text: str, inbox: str | None, ttl: CacheTtl
@@ -465,67 +412,3 @@ class Session:
     async def trim(self) -> Trimmed | None:
         plan = await trim_window(self.store, self.config, self.debug)
         return Trimmed(plan.evict_ids, plan.forced_ids) if plan is not None else None
-
-
-@asynccontextmanager
-async def open_session(
-    instance: str,
-    *,
-    driver: AgentDriver,
-    approver: Approver | None = None,
-    asker: Asker | None = None,
-    home: Path | None = None,
-    cwd: Path | None = None,
-    tools: Sequence[ToolSpec] = (),
-    git_probe: GitProbe = git_state,
-    guard: Guard | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> AsyncIterator[Session]:
-    """Open an instance's session; the store is closed when the block ends.
-
-    Tool calls are decided by the panel's guard (runtime/guard/guard.py): `guard` when the owner
-    keeps one across sessions (a host), else one built from the instance's config. Its policy is
-    `approver`, or else the instance's permission policy, whose `ask` verdicts go to `asker`
-    (none: denied, with a message the model can read). `tools` are served next to the agent's
-    own; `git_probe` measures the git state the sentinel compares; `clock` times the pauses
-    between turns that choose the prompt cache's lifetime (runtime/cache_ttl.py).
-    """
-    paths = InstancePaths.for_name(instance, home).require()
-    config = load_config(paths.config)
-    cwd = cwd or Path.cwd()
-    if approver is None:
-        approver = build_approver(paths, config, cwd=cwd, asker=asker)
-    async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(open_turn_store(paths.turns))
-        memory = stack.enter_context(open_memory(paths, config, DebugLog(paths.debug_log)))
-        recovered = await store.recover_interrupted()
-        await store.prune_delivery(older_than=DELIVERY_RETENTION)
-        session = Session(
-            paths=paths,
-            config=config,
-            store=store,
-            driver=driver,
-            approver=approver,
-            cwd=cwd,
-            tools=tools,
-            git_probe=git_probe,
-            guard=guard,
-            memory=memory,
-            clock=clock,
-        )
-        if recovered:
-            session.debug.write("warning", "interrupted_turns_recovered", row_ids=recovered)
-        if config.unknown_fields():
-            session.debug.write("warning", "unknown_config_fields", fields=config.unknown_fields())
-        # The spend `mnemara show` prints is this session's (a host's guard: this host run's).
-        await halts.save_spend(store, session.guard.spend())
-        if guard is None and await store.get_meta(halts.HALT_META):
-            # A session of its own has fresh budgets and a fresh sentinel: opening one is the
-            # operator going on. (A guard the owner keeps carries its halt over.) The record
-            # stays in debug.log; the meta key only names a current halt.
-            await halts.clear_halt(store, session.debug, None)
-        try:
-            yield session
-        finally:
-            # A guard the owner keeps outlives this session: it must not log through it.
-            session.guard.on_record.remove(session._log_record)

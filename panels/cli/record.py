@@ -177,7 +177,7 @@ async def _prompt_turns(
     from panels.repl.loop import run_turn
     from panels.repl.terminal import Terminal
     from runtime.errors import DriverError
-    from runtime.session import open_session
+    from runtime.session_open import open_session
 
     failed = 0
     with Terminal() as terminal:

@@ -300,7 +300,7 @@ async def _prompt_turns(
 ) -> int:
     from panels.repl.loop import run_turn
     from runtime.errors import DriverError
-    from runtime.session import open_session
+    from runtime.session_open import open_session
 
     failed = 0
     async with open_session(instance, driver=driver) as session:

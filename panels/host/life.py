@@ -42,7 +42,8 @@ from panels.team import PanelSpec
 from peerbus import BusBackend, Claim, read_original_watermark
 from runtime.driver import ToolSpec
 from runtime.home import InstancePaths
-from runtime.session import Session, open_session
+from runtime.session import Session
+from runtime.session_open import open_session
 
 OPERATOR_BATCH = 10
 

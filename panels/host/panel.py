@@ -147,10 +147,10 @@ class PanelRunner:
         return self.guard.budget.snapshot().session
 
     async def count_window(self) -> None:
-        """Note the window's tokens (the store caches its rows: one cheap query)."""
+        """Note the window's tokens (the store keeps the total: no walk of the rows)."""
         session = self.session
         if session is not None:
-            self.window_tokens = sum(r.tokens for r in await session.store.rows())
+            _, self.window_tokens = await session.store.window_totals()
 
     def status_row(self) -> PanelRow:
         spent = self.spent()

@@ -62,7 +62,8 @@ from panels.hostdb.catalogue import (
 from peerbus import BusBackend, Claim, Message
 from runtime.driver import Cost, TextDelta, Thinking, ToolCall, ToolResult, Usage
 from runtime.errors import DriverError, PanelHaltedError
-from runtime.session import RoleWarning, Session, Trimmed, TurnCommitted
+from runtime.session import Session
+from runtime.session_events import RoleWarning, Trimmed, TurnCommitted
 
 SETTLE_TIMEOUT = 15.0
 PREVIEW = 400

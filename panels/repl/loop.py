@@ -18,7 +18,8 @@ from panels.repl.terminal import Terminal
 from runtime.driver import TextDelta, ToolCall, ToolResult
 from runtime.errors import MnemaraError
 from runtime.guard.halts import Halted
-from runtime.session import RoleWarning, Session, Trimmed
+from runtime.session import Session
+from runtime.session_events import RoleWarning, Trimmed
 
 
 def as_event(event: object) -> HostEvent | None:

@@ -27,7 +27,8 @@ from runtime.config import InstanceConfig, save_config
 from runtime.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, Script, open_rehearsal_server, parse_script
 from runtime.sandbox import Sandbox, SandboxSettings, probe
-from runtime.session import Session, open_session
+from runtime.session import Session
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

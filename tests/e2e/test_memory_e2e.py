@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.driver import ToolResult
-from runtime.session import SessionEvent
+from runtime.session_events import SessionEvent
 
 from .conftest import Rehearse
 

@@ -16,7 +16,7 @@ import pytest
 from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies
 from runtime.driver import TextDelta, ToolCall, ToolResult, Usage
 from runtime.prompt import HEAD_TEXT
-from runtime.session import SessionEvent, TurnCommitted
+from runtime.session_events import SessionEvent, TurnCommitted
 
 from .conftest import ROLE_DOC, Rehearse, Rig
 

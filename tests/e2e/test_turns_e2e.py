@@ -13,7 +13,7 @@ from runtime.errors import ServiceBusyError
 from runtime.prompt import HEAD_TEXT, INTERRUPTED_NOTE
 from runtime.rehearsal import Faults, Reply, Script
 from runtime.rows import text_of
-from runtime.session import STOPPED_NOTE, SessionEvent, TurnCommitted
+from runtime.session_events import STOPPED_NOTE, SessionEvent, TurnCommitted
 from runtime.store import TurnStore
 
 from .conftest import ROLE_DOC, Rehearse

@@ -17,7 +17,7 @@ from runtime.prompt import build_prompt, render_row, render_transcript
 from runtime.render_cache import RenderCache
 from runtime.rows import Block, NewRow, Row
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 PROJECT = Path(__file__).resolve().parents[2]

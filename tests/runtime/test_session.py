@@ -24,7 +24,8 @@ from runtime.home import InstancePaths
 from runtime.prompt import strip_cache_markers
 from runtime.rows import NewRow
 from runtime.scripted import ScriptedDriver
-from runtime.session import STOPPED_NOTE, TurnCommitted, open_session
+from runtime.session_events import STOPPED_NOTE, TurnCommitted
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 pytestmark = pytest.mark.anyio

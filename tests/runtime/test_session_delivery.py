@@ -30,7 +30,9 @@ from runtime.errors import ServiceBusyError
 from runtime.home import InstancePaths
 from runtime.rows import Consumed, NewRow, OutboxDraft
 from runtime.scripted import ScriptedDriver
-from runtime.session import DELIVERY_RETENTION, STOPPED_NOTE, Session, open_session
+from runtime.session import Session
+from runtime.session_events import STOPPED_NOTE
+from runtime.session_open import DELIVERY_RETENTION, open_session
 from runtime.store import TurnStore
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from runtime.driver import Cost, Done, DriverEvent, TextDelta, ToolCall, ToolRes
 from runtime.guard.halts import Halted
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 pytestmark = pytest.mark.anyio
 

@@ -38,7 +38,7 @@ from runtime.memory.wiki import FileWiki
 from runtime.regular_file import CHUNK_BYTES, read_regular_file
 from runtime.roledoc import RoleDocSource
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.tools.manifest import fingerprint
 
 RESCUE_AFTER = 30.0

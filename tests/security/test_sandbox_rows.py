@@ -26,7 +26,7 @@ from runtime.driver import Approver, Decision, ToolCallRequest, ToolResult
 from runtime.policy.setup import build_approver
 from runtime.sandbox import Sandbox, SandboxSettings, probe
 from runtime.sandbox.relay import splice
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

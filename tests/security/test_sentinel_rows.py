@@ -34,7 +34,7 @@ from runtime.guard.calls import call_key
 from runtime.home import InstancePaths
 from runtime.policy.rules import load_rules, remember_targets
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from panels.cli.main import app
 from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 ESCAPES_26 = [
     "../../.ssh/authorized_keys",

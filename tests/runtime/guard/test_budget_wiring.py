@@ -16,7 +16,7 @@ from runtime.guard.halts import Halted
 from runtime.guard.settings import BudgetSettings
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 pytestmark = pytest.mark.anyio
 

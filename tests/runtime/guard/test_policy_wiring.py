@@ -13,7 +13,7 @@ from runtime.config import McpServer, ToolPolicy, default_tool_policies
 from runtime.driver import Done, ToolCall, ToolResult
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 pytestmark = pytest.mark.anyio
 

@@ -34,7 +34,7 @@ from runtime.errors import PanelHaltedError
 from runtime.guard.halts import Halted
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 pytestmark = pytest.mark.anyio

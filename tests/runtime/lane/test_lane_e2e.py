@@ -17,7 +17,7 @@ import pytest
 from runtime.config import InstanceConfig, ToolPolicy
 from runtime.driver import ToolResult
 from runtime.errors import PanelHaltedError
-from runtime.session import TurnCommitted
+from runtime.session_events import TurnCommitted
 from tests.e2e.conftest import BUNDLED_CLI, ROLE_DOC, Rehearse, rehearse
 
 pytestmark = [

@@ -9,7 +9,8 @@ from runtime.driver import Done, DriverEvent, TextDelta, Usage
 from runtime.home import InstancePaths
 from runtime.lane import read_lane
 from runtime.scripted import ScriptedDriver
-from runtime.session import RoleWarning, open_session
+from runtime.session_events import RoleWarning
+from runtime.session_open import open_session
 
 pytestmark = pytest.mark.anyio
 

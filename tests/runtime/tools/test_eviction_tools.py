@@ -10,7 +10,7 @@ from tool_turns import results, run, tool_turn
 from runtime.home import InstancePaths
 from runtime.rows import Block, NewRow
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 from runtime.tools.eviction import plan_drop_ids
 

@@ -18,7 +18,7 @@ from runtime.config import McpServer
 from runtime.driver import Done, TextDelta
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.tools.mcp_wire import WRAPPER, stdio_servers
 
 ECHO_SERVER = r"""

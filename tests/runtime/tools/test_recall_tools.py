@@ -11,7 +11,7 @@ from tool_turns import results, run, tool_turn
 
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, T
 from runtime.home import InstancePaths
 from runtime.rows import Row
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.tools.compress_reads import STUB_PREFIX, plan_compress_reads
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from runtime.driver import ToolSpec
 from runtime.home import InstancePaths
 from runtime.rows import NewRow
 from runtime.scripted import ScriptedDriver
-from runtime.session import open_session
+from runtime.session_open import open_session
 from runtime.store import TurnStore
 
 pytestmark = pytest.mark.anyio
