@@ -82,6 +82,7 @@ from runtime.session_events import (
     error_for,
 )
 from runtime.store import AsyncTurnStore
+from runtime.store.async_store import PromptParts
 from runtime.tools import build_tools
 from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
 from runtime.tools.manifest import FileTracker
@@ -269,7 +270,7 @@ class Session:
             raise self._refuse(refused)
         ttl = self.cache_ttl.start_turn(self.config.prompt_cache_ttl)
         input_blocks = ({"type": "text", "text": text},)
-        user_id = await self.store.begin_turn(
+        user_id, parts = await self.store.begin_turn_and_read(
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
         self.in_flight_row = self.last_turn_row = user_id
@@ -281,7 +282,7 @@ class Session:
         try:
             for attempt in (1, 2):
                 failure = None
-                driving = self._drive(system, user_id, text, inbox, ttl)
+                driving = self._drive(system, user_id, text, inbox, ttl, parts)
                 async with aclosing(driving) as events:
                     async for event in events:
                         if isinstance(event, ErrorEvent):
@@ -303,6 +304,7 @@ class Session:
                 if failure.kind == "prompt_too_long" and attempt == 1 and not recorder.blocks:
                     evicted = await evict_bulk(self.store)
                     self.debug.write("eviction", "prompt_too_long_recovery", rows=evicted)
+                    parts = await self.store.prompt_parts()  # the window as the eviction left it
                     continue
                 await self.store.recover_interrupted()
                 # Nothing more to write: the input row is kept, marked; its messages were not
@@ -357,10 +359,16 @@ class Session:
         return body
 
     async def _drive(
-        self, system: str, user_id: int, text: str, inbox: str | None, ttl: CacheTtl
+        self,
+        system: str,
+        user_id: int,
+        text: str,
+        inbox: str | None,
+        ttl: CacheTtl,
+        parts: PromptParts,
     ) -> AsyncGenerator[DriverEvent, None]:
         # One read of the window; only rows new or changed since the last turn are rendered.
-        window, slots = await self.store.prompt_parts()
+        window, slots = parts
         prompt = build_prompt(
             role_doc=system,
             transcript=self.renders.transcript(window, leave_out=user_id),

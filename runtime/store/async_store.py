@@ -26,8 +26,15 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-def _prompt_parts(store: TurnStore) -> tuple[list[tuple[int, Row]], list[Slot]]:
+PromptParts = tuple[list[tuple[int, Row]], list[Slot]]  # the window as revised_rows, the slots
+
+
+def _prompt_parts(store: TurnStore) -> PromptParts:
     return store.revised_rows(), store.slots()
+
+
+def _begin_and_read(store: TurnStore, user: NewRow) -> tuple[int, PromptParts]:
+    return store.begin_turn(user), _prompt_parts(store)
 
 
 class AsyncTurnStore:
@@ -57,7 +64,7 @@ class AsyncTurnStore:
     async def revised_rows(self) -> list[tuple[int, Row]]:
         return await self.run(TurnStore.revised_rows)
 
-    async def prompt_parts(self) -> tuple[list[tuple[int, Row]], list[Slot]]:
+    async def prompt_parts(self) -> PromptParts:
         """`revised_rows()` and `slots()`, read in one hop to the store's thread."""
         return await self.run(_prompt_parts)
 
@@ -75,6 +82,11 @@ class AsyncTurnStore:
 
     async def begin_turn(self, user: NewRow) -> int:
         return await self.run(TurnStore.begin_turn, user)
+
+    async def begin_turn_and_read(self, user: NewRow) -> tuple[int, PromptParts]:
+        """`begin_turn`, then `prompt_parts()` as the window stands with the input row in it,
+        in one hop: a turn's first two calls, each of which would cost a thread switch."""
+        return await self.run(_begin_and_read, user)
 
     async def commit_turn(
         self,
