@@ -1,11 +1,12 @@
-"""Turns a driver's event stream into the content blocks of the assistant row to store."""
+"""Turns a driver's event stream into the assistant row to store."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from runtime.driver import Cost, DriverEvent, TextDelta, Thinking, ToolCall, ToolResult, Usage
-from runtime.rows import Block
+from runtime.rows import Block, NewRow, estimate_tokens
 from runtime.store import truncate_tool_result
 
 
@@ -60,6 +61,17 @@ class TurnRecorder:
         return tuple(
             b for b in self.blocks if b.get("type") != "text" or str(b.get("text", "")).strip()
         )
+
+    def rows(self) -> list[NewRow]:
+        """The rows the turn stores: its assistant row, if it said or did anything, counted by
+        the model's own output tokens when it reported them, else estimated."""
+        blocks = self.final_blocks()
+        if not blocks:
+            return []
+        usage = self.usage
+        if usage is not None and usage.output_tokens > 0:
+            return [NewRow("assistant", blocks, usage.output_tokens, tokens_exact=True)]
+        return [NewRow("assistant", blocks, estimate_tokens(json.dumps(blocks)))]
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:

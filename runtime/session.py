@@ -29,11 +29,11 @@ text), and with it the lane of that text.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +81,22 @@ from runtime.session_events import (
     TurnCommitted,
     error_for,
 )
-from runtime.store import AsyncTurnStore
+from runtime.store import AsyncTurnStore, TurnStore
 from runtime.store.async_store import PromptParts
 from runtime.tools import build_tools
-from runtime.tools.aftercare import after_turn, evict_bulk, trim_window
+from runtime.tools.aftercare import (
+    after_turn,
+    care_due,
+    commit_then_trim,
+    evict_bulk,
+    note_trim,
+    trim_window,
+    window_caps,
+)
 from runtime.tools.manifest import FileTracker
 from runtime.tools.mcp_wire import stdio_servers
 from runtime.turn_sends import TurnSends
+from runtime.window import TrimPlan
 
 
 class Session:
@@ -314,7 +323,11 @@ class Session:
             halt = await self.guard.finish_turn()
             if halt is not None:
                 recorder.note(halt.notice())
-            ids = await self._commit(user_id, recorder, consumed, self.sends.close())
+            # With no post-turn care to come first, the trim goes in the commit's hop.
+            care = care_due(self.config, recorder.final_blocks())
+            ids, plan = await self._commit(
+                user_id, recorder, consumed, self.sends.close(), trim=not care
+            )
             committed = True
             if halt is not None:
                 yield await self._halt(halt, user_id, ids)
@@ -337,10 +350,13 @@ class Session:
                     recorder.note(STOPPED_NOTE)
                     await self._commit(user_id, recorder, consumed, sends)
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
-        await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
-        trimmed = await self.trim()
-        if trimmed is not None:
-            yield trimmed
+        if care:
+            await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
+            plan = await trim_window(self.store, self.config, self.debug)
+        else:
+            plan = await note_trim(self.store, self.debug, plan)
+        if plan is not None:
+            yield Trimmed(plan.evict_ids, plan.forced_ids)
 
     async def _take_lane(self, role: RoleDocRead) -> str:
         """Split this turn's role doc: give its lane to the guard, return the system prompt.
@@ -401,22 +417,21 @@ class Session:
         recorder: TurnRecorder,
         consumed: Consumed | None,
         sends: Sequence[OutboxDraft],
-    ) -> tuple[int, ...]:
-        blocks = recorder.final_blocks()
-        usage = recorder.usage
-        rows: list[NewRow] = []
-        if blocks:
-            exact = usage is not None and usage.output_tokens > 0
-            tokens = usage.output_tokens if exact and usage else estimate_tokens(json.dumps(blocks))
-            rows.append(NewRow("assistant", blocks, tokens, tokens_exact=exact))
+        *,
+        trim: bool = False,
+    ) -> tuple[tuple[int, ...], TrimPlan | None]:
+        """Store the turn (and with `trim`, trim the window to its caps, in the same hop)."""
         # The turn's figures go with it, in the same transaction: the guard has closed the
         # turn by now (finish_turn, or close_turn on a stop), so its spend is final.
-        figures = halts.turn_figures(usage, recorder.cost_usd, self.guard.spend())
-        ids = await self.store.commit_turn(
-            user_id, rows, consumed=consumed, outbox=sends, meta=figures
+        figures = halts.turn_figures(recorder.usage, recorder.cost_usd, self.guard.spend())
+        commit = partial(
+            TurnStore.commit_turn,
+            user_row_id=user_id,
+            rows=recorder.rows(),
+            consumed=consumed,
+            outbox=list(sends),
+            meta=figures,
         )
-        return tuple(ids)
-
-    async def trim(self) -> Trimmed | None:
-        plan = await trim_window(self.store, self.config, self.debug)
-        return Trimmed(plan.evict_ids, plan.forced_ids) if plan is not None else None
+        caps = window_caps(self.config) if trim else None
+        ids, plan = await self.store.run(commit_then_trim, commit, caps)
+        return tuple(ids), plan

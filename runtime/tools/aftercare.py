@@ -9,7 +9,7 @@ of a turn in flight or (short of the hard token cap) a protected one; see runtim
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from runtime import window_ops
 from runtime.config import InstanceConfig
@@ -19,6 +19,14 @@ from runtime.rows import Block, estimate_tokens
 from runtime.store import AsyncTurnStore, TurnStore
 from runtime.tools.compress_reads import compress_reads
 from runtime.window import TrimPlan, WindowCaps, exceeds_caps, plan_trim
+
+
+def care_due(config: InstanceConfig, turn_blocks: Sequence[Block]) -> bool:
+    """Whether `after_turn` has anything to do after a turn of these blocks (when not, the
+    trim can go with the commit: `commit_then_trim`)."""
+    return bool(config.auto_evict_after_write and written_paths(turn_blocks)) or bool(
+        config.compress_repeated_reads
+    )
 
 
 async def after_turn(
@@ -73,6 +81,15 @@ def _trim_to_caps(store: TurnStore, caps: WindowCaps) -> TrimPlan | None:
     return plan
 
 
+def commit_then_trim(
+    store: TurnStore, commit: Callable[[TurnStore], list[int]], caps: WindowCaps | None
+) -> tuple[list[int], TrimPlan | None]:
+    """A turn's commit, then (with `caps`) the trim, in one hop to the store's thread; the
+    trim's plan is then for `note_trim`."""
+    ids = commit(store)
+    return ids, None if caps is None else _trim_to_caps(store, caps)
+
+
 async def trim_window(
     store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
 ) -> TrimPlan | None:
@@ -80,7 +97,13 @@ async def trim_window(
 
     Runs after every turn, so it costs one read of the window's totals until a cap is
     exceeded."""
-    plan = await store.run(_trim_to_caps, window_caps(config))
+    return await note_trim(store, debug, await store.run(_trim_to_caps, window_caps(config)))
+
+
+async def note_trim(
+    store: AsyncTurnStore, debug: DebugLog, plan: TrimPlan | None
+) -> TrimPlan | None:
+    """Record a trim that was made (the forced-eviction count, debug.log); its plan."""
     if plan is None:
         return None
     if plan.forced_ids:

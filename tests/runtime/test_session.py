@@ -209,12 +209,13 @@ async def test_input_of_a_killed_process_is_recovered_as_interrupted(
     assert "no reply was recorded" in driver.requests[0].blocks[1]["text"]
 
 
+@pytest.mark.parametrize("care", [False, True], ids=["with-the-commit", "after-care"])
 async def test_window_is_trimmed_in_steps_after_a_turn(
-    instance: InstancePaths, approver: object
+    instance: InstancePaths, approver: object, care: bool
 ) -> None:
-    save_config(
-        instance.config, load_config(instance.config).model_copy(update={"max_window_turns": 4})
-    )
+    """Without post-turn care the trim goes in the commit's hop; with it, after the care."""
+    changes = {"max_window_turns": 4, "compress_repeated_reads": care}
+    save_config(instance.config, load_config(instance.config).model_copy(update=changes))
     driver = ScriptedDriver([reply(str(i)) for i in range(3)])
     async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
         await run(s, "a")
