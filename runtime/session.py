@@ -4,8 +4,10 @@ A turn: the role doc is read from disk; the input row is stored as in flight; th
 assembled from the stored window; the driver streams events; then, in one transaction, the
 assistant row is appended, the input row marked complete, the message ids it consumed recorded
 (under the caller's `source`) and the sends it queued (`queue_send`) put in the outbox; then
-the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. A crash
-or stop at any point leaves the input row kept and marked. The caller owns cancellation:
+the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. The store
+is a thread away, so a turn makes two trips of its own there: the input row with the prompt's
+read, and the commit with the trim (when no care comes between); the tools the model calls
+may make more. A crash or stop at any point leaves the input row kept and marked. The caller owns cancellation:
 cancel the scope around `async for ... in session.turn(...)`.
 
 Delivery: a turn that commits (finished, halted, or stopped half way) has consumed its
