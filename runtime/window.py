@@ -96,32 +96,35 @@ def plan_trim(stats: Sequence[RowStat], caps: WindowCaps) -> TrimPlan:
         return s.pinned or (caps.protect_compressed and s.compressed)
 
     evict: set[int] = set()
+    at: list[int] = []  # the evicted rows' places in the window
     rows, tokens = n_before, t_before
 
     def satisfied() -> bool:
         return rows <= target_rows and tokens <= target_tokens
 
-    for s in stats:
+    for place, s in enumerate(stats):
         if satisfied():
             break
         if s.in_flight or protected(s):
             continue
         evict.add(s.id)
+        at.append(place)
         rows -= 1
         tokens -= s.tokens
 
     forced: list[int] = []
     # Protected rows give way only to the hard token cap, never to the row cap or low water.
-    for s in stats:
+    for place, s in enumerate(stats):
         if tokens <= caps.max_tokens:
             break
         if s.id in evict or s.in_flight or not protected(s):
             continue
         evict.add(s.id)
+        at.append(place)
         forced.append(s.id)
         rows -= 1
         tokens -= s.tokens
 
-    # Window order is id order (oldest first), so sorting the few evicted ids is enough.
-    ordered = tuple(sorted(evict))
+    # In window order, by sorting the few places rather than walking the whole window again.
+    ordered = tuple(stats[place].id for place in sorted(at))
     return TrimPlan(ordered, tuple(forced), n_before, t_before, rows, tokens)

@@ -95,7 +95,7 @@ class WindowMirror:
         gone = {i for i in touched if i not in found and i in self._rows}
         for i in gone:
             self._tokens -= self._rows.pop(i)[1].tokens
-            del self._stats[i]
+            self._stats.pop(i, None)
         if gone:
             self._drop(gone)
         order, revised = self._order, self._revised

@@ -78,3 +78,19 @@ def test_compression_stubs_protected_only_when_configured() -> None:
     kept = plan_trim(window, WindowCaps(max_rows=10, max_tokens=10_000, protect_compressed=True))
     assert 1 in loose.evict_ids
     assert 1 not in kept.evict_ids
+
+
+def test_evicted_ids_come_in_window_order_forced_ones_among_them() -> None:
+    """The plan lists rows as the window holds them, whatever their ids, with the protected
+    rows forced out in their places, not after the others."""
+    window = [
+        RowStat(9, 100, pinned=True),
+        RowStat(4, 100),
+        RowStat(7, 100, pinned=True),
+        RowStat(2, 100),
+        RowStat(5, 100),
+    ]
+    plan = plan_trim(window, WindowCaps(max_rows=10, max_tokens=150, low_water=0.9))
+    # 4, 2 and 5 go first (low water); still over the hard cap, so the oldest pinned row too.
+    assert plan.evict_ids == (9, 4, 2, 5)
+    assert plan.forced_ids == (9,)
