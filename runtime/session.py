@@ -7,8 +7,8 @@ assistant row is appended, the input row marked complete, the message ids it con
 the post-turn care the config asks for (runtime/tools/aftercare.py) and the trim. The store
 is a thread away, so a turn makes two trips of its own there: the input row with the prompt's
 read, and the commit with the trim (when no care comes between); the tools the model calls
-may make more. A crash or stop at any point leaves the input row kept and marked. The caller owns cancellation:
-cancel the scope around `async for ... in session.turn(...)`.
+may make more. A crash or stop at any point leaves the input row kept and marked. The caller
+owns cancellation: cancel the scope around `async for ... in session.turn(...)`.
 
 Delivery: a turn that commits (finished, halted, or stopped half way) has consumed its
 messages and sends what it queued; a turn that failed (a driver error) or died with the
