@@ -42,6 +42,11 @@ class Coalescer:
         out = [self._flush(event.panel, now)] if event.panel in self._text else []
         return [*out, (now, event)]
 
+    @property
+    def pending(self) -> bool:
+        """Whether any text waits to go out."""
+        return bool(self._text)
+
     def due(self, now: float) -> list[Stamped]:
         """Text that has waited `max_age`."""
         stale = [p for p, pend in self._text.items() if now - pend.since >= self.max_age]

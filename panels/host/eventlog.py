@@ -3,11 +3,14 @@
 `emit` takes an event of the catalogue (panels/hostdb/catalogue.py), never blocks and never
 touches SQLite: it coalesces text deltas (coalesce.py) and queues the rest. `serve` flushes
 the queue every `interval` seconds in one transaction, writes the panels' status rows when
-they changed, and prunes old events now and then; `commit` writes at once what a life must
-not lose to a kill -9 (a batch still queued dies with the process). Listeners (the demo's
-narrator, tests) get each written event in order, as `Logged`. Live listeners (the solo REPL
-face) get every event as it is emitted, text deltas uncoalesced (`TextDelta`), in emit order:
-they are called synchronously from the emitting task and must not block or raise.
+they changed, and prunes old events now and then. With nothing queued it sleeps until an
+event comes, looking at the status rows (which also move without an event: an inbox that
+fills) every `idle_interval` seconds: an idle host wakes about once a second, not ten
+times. `commit` writes at once what a life must not lose to a kill -9 (a batch still queued
+dies with the process). Listeners (the demo's narrator, tests) get each written event in
+order, as `Logged`. Live listeners (the solo REPL face) get every event as it is emitted,
+text deltas uncoalesced (`TextDelta`), in emit order: they are called synchronously from the
+emitting task and must not block or raise.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ class EventLog:
         db: HostDb,
         *,
         interval: float = 0.1,
+        idle_interval: float = 1.0,
         keep_events: int = 50_000,
         keep_commands: int = 5_000,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.interval = interval
+        self.idle_interval = idle_interval
         self.keep_events = keep_events
         self.keep_commands = keep_commands
         self.clock = clock
@@ -53,6 +58,7 @@ class EventLog:
         self._flushed = anyio.Event()
         self._written = 0
         self._writing = anyio.Lock()  # one flush at a time, so batches are written in order
+        self._emitted = anyio.Event()  # set by emit and text: an idle serve wakes for it
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -65,11 +71,13 @@ class EventLog:
 
     def emit(self, event: HostEvent) -> None:
         self._queue.extend(self._coalescer.event(self.clock(), event))
+        self._emitted.set()
         for live in self._live:
             live(event)
 
     def text(self, panel: str, piece: str) -> None:
         self._queue.extend(self._coalescer.text(panel, piece, self.clock()))
+        self._emitted.set()
         delta = TextDelta(panel=panel, text=piece)
         for live in self._live:
             live(delta)
@@ -130,7 +138,7 @@ class EventLog:
         task_status.started()
         try:
             while True:
-                await anyio.sleep(self.interval)
+                await self._next_tick()
                 if self._queue or self._status is not None:
                     # Shielded: the batch leaves the queue before it is written, so a flush
                     # cancelled half-way would lose it.
@@ -141,6 +149,16 @@ class EventLog:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 self._queue.extend(self._coalescer.drain(self.clock()))
                 await self.flush()
+
+    async def _next_tick(self) -> None:
+        """One `interval` while anything waits to be written; when nothing does, until an
+        event is emitted (then one `interval` more, so what follows it joins its batch) or
+        `idle_interval` passes."""
+        if not self._queue and not self._coalescer.pending:
+            with anyio.move_on_after(self.idle_interval):
+                await self._emitted.wait()
+        self._emitted = anyio.Event()
+        await anyio.sleep(self.interval)
 
 
 def _changed(rows: list[PanelRow], before: list[PanelRow]) -> bool:
