@@ -48,7 +48,8 @@ async def main(panels: int, seconds: float) -> None:
         cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
         host.request_stop()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"panels={panels} measured={wall:.1f}s")
+    one, five, fifteen = os.getloadavg()
+    print(f"panels={panels} measured={wall:.1f}s (load average {one:.2f} {five:.2f} {fifteen:.2f})")
     print(f"host cpu: {100 * cpu / wall:.2f}% of one core ({cpu * 1000:.0f} ms cpu)")
     print(
         f"host rss: {rss_idle:.1f} MB idle (before start {before_start:.1f} MB, peak {peak:.1f} MB)"
@@ -56,8 +57,8 @@ async def main(panels: int, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--panels", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--panels", type=int, default=16, help="idle panels in the team")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long to measure")
     args = parser.parse_args()
     anyio.run(main, args.panels, args.seconds, backend="trio")
