@@ -20,7 +20,6 @@ from runtime.debuglog import DebugLog
 from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
 from runtime.store.snapshot import StoreSnapshot
 from runtime.store.turn_store import TurnStore
-from runtime.window import RowStat
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -70,9 +69,6 @@ class AsyncTurnStore:
 
     async def window_totals(self) -> tuple[int, int]:
         return await self.run(TurnStore.window_totals)
-
-    async def row_stats(self) -> list[RowStat]:
-        return await self.run(TurnStore.row_stats)
 
     async def row(self, row_id: int) -> Row | None:
         return await self.run(TurnStore.row, row_id)
