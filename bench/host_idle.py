@@ -61,4 +61,6 @@ if __name__ == "__main__":
     parser.add_argument("--panels", type=int, default=16, help="idle panels in the team")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long to measure")
     args = parser.parse_args()
+    if args.panels < 1 or args.seconds <= 0:
+        parser.error("--panels must be >= 1 and --seconds > 0")
     anyio.run(main, args.panels, args.seconds, backend="trio")
