@@ -18,25 +18,30 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import random
 import re
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from soak_driver import ENGINEERS, MARKS, PRODUCER, SoakDriver, turn_input
+from soak_driver import (
+    BATCH,
+    ENGINEERS,
+    HARNESS_RATE,
+    MARKS,
+    PRODUCER,
+    SoakDriver,
+    lift_send_window,
+    turn_input,
+)
 from soak_team import lay_out
 
 from panels.host.process import run_headless
-from panels.host.sendlimit import SendLimiter, SendLimits
 from panels.team import PanelSpec, TeamSpec, load_team
 from runtime.driver import AgentDriver, DriverEvent, TurnRequest
 from runtime.home import InstancePaths
@@ -45,13 +50,6 @@ DISPATCHER = "dispatcher"
 SCRIPT = Path(__file__).resolve()
 # A dispatcher's op as the bus renders its payload (json.dumps with sorted keys).
 OP_PAYLOAD = re.compile(r'"text": "op-(\d+)"')
-BATCH = SendLimits().per_turn
-# The host's outbound rate limit (panels/host/sendlimit.py: 60 sends per panel in 300 s)
-# stops a worm at model speed. This harness sends 1,000 tasks and 1,000 replies in a minute
-# or two on purpose, so its hosts get a window limit it never reaches; the per-turn limit
-# and the copy and verbatim-forward checks stay as they are.
-HARNESS_LIMITS = SendLimits(per_window=1_000_000)
-HARNESS_RATE = 100_000  # the highest `[team.loops] rate_messages` takes
 
 
 @dataclass(frozen=True)
@@ -88,18 +86,14 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
     """A team file: (name, role file, listens_to) per panel, all on the bus `bus`."""
     lines = ["[team]", f'name = "{team}"', 'workdir = "work"', f'bus = "{bus}"']
     lines.append("max_concurrent_turns = 2")
-    # The team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an edge in
-    # 300 s halts the sender) would stop this harness's 1,000 tasks as it stops a runaway;
-    # raised like the send limit above. The other loop rules stay as they are.
+    # 1,000 tasks in a minute or two would trip the loop rules' rate bound (soak_driver.py).
     lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}"]
     for name, role, senders in members:
         lines += ["", "[[panels]]", f'name = "{name}"', f'role = "roles/{role}"']
         if name == PRODUCER:
             lines.append('kind = "producer"')
         lines += [f"listens_to = {_string_list(senders)}", "runtime_sentinel = false"]
-        # At most one send per message taken, so a turn stays within the host's per-turn
-        # send limit (SendLimits.per_turn).
-        lines += ["[panels.batch]", f"max_messages = {BATCH}"]
+        lines += ["[panels.batch]", f"max_messages = {BATCH}"]  # soak_driver.py: BATCH
     return "\n".join(lines) + "\n"
 
 
@@ -148,8 +142,7 @@ def run_child(team_file: str, life: str) -> None:
     """One life of a host, as `mnemara up --headless` runs it, until SIGTERM or SIGKILL."""
     team = load_team(team_file)
     drivers = relay_drivers(Path(team_file).parent / MARKS, life)
-    panel_module: Any = importlib.import_module("panels.host.panel")
-    panel_module.SendLimiter = partial(SendLimiter, HARNESS_LIMITS)
+    lift_send_window()
 
     def out(line: str) -> None:
         print(line, flush=True)

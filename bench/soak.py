@@ -12,15 +12,17 @@ wrote its pid file), mid-turn (a turn began, then 0-25 ms), commit (right after 
 complete turn) and ack (right after a new done receipt); every killed child is reaped and
 a new life started. A last life then runs until the bus is drained and is stopped with
 SIGTERM, and the files are checked (soak_checks.py): lost, applied twice, published
-twice, claimed or pending, integrity, event log gaps, leftover processes.
+twice, claimed or pending, integrity, event log gaps, leftover processes. A send the host
+refused (its limits) is counted too: a scripted reply refused is owed and never sent, so
+such a run says the harness left the host's limits, not only that a message was lost.
 
 With `--cli` the panels run the bundled Claude Code CLI against the rehearsal model
 (soak_team.py writes the script); defaults then R=30, N=60.
 
 Everything is under a fresh temp dir (removed unless `--keep`). Progress goes to stderr;
 the figures (with the load average) to stdout, or one JSON object with `--json`. The exit
-status is 1 when an invariant count is not 0, the deadline was hit or the last life did not
-stop cleanly; else 0.
+status is 1 when an invariant count is not 0, a send was refused, the deadline was hit or
+the last life did not stop cleanly; else 0.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from soak_checks import check_all, committed_turns
 from soak_driver import OPERATOR_ROUTE, engineer_for, run_child
-from soak_probe import Probe, Signals, leftover_processes
+from soak_probe import Probe, Signals, leftover_processes, refused_sends
 from soak_report import failed, report
 from soak_state import connect_ro, pending_now, read_state, unpublished_now
 from soak_team import Workspace, make_workspace
@@ -348,6 +350,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
     # Derived messages (a forward per op, a reply per forward) are owed by the scripted
     # drivers only: the CLI's static rules forward one op per turn.
     invariants = check_all(state, derived=not settings.cli)
+    refused = refused_sends(ws.marks)
     return {
         "mode": "cli" if settings.cli else "scripted",
         "seed": settings.seed,
@@ -366,6 +369,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         "deadline_seconds": settings.deadline,
         "deadline_hit": run.deadline_hit,
         "final_life": run.final,
+        "sends_refused": {"count": len(refused), "examples": refused[:5]},
         "invariants": {
             **{i.name: i.as_dict() for i in invariants},
             "leftover processes": {

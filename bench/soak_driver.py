@@ -15,7 +15,13 @@ the panel's own `send_message` tool, gated by the request's approver as the live
 
 Each turn sleeps a few to tens of milliseconds so kills land inside turns, and appends a
 `start` and an `end` line to the marks file next to the team file: the parent aims its
-mid-turn kills at them (the event log is written in batches, too late to aim with).
+mid-turn kills at them (the event log is written in batches, too late to aim with). A send
+that comes back as an error (refused by the approver or the host's send limits) appends a
+`refused` line: the soak reports it as the harness leaving the host's limits.
+
+A panel takes at most `BATCH` messages a turn (the team file says so), the host's per-turn
+send limit, since each is answered with one send; the child raises the host's send window
+and the team's loop rate bound, which the harnesses outrun on purpose.
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 
+from panels.host import panel as panel_module
 from panels.host.delivery import operator_route
 from panels.host.process import run_headless
+from panels.host.sendlimit import SendLimiter, SendLimits
 from panels.team import PanelSpec, load_team
 from runtime.driver import (
     AgentDriver,
@@ -54,9 +64,22 @@ PRODUCER = "producer"
 ENGINEERS = ("eng1", "eng2")
 OPERATOR_ROUTE = operator_route(PRODUCER)
 MARKS = "marks"
+REFUSED = "refused"  # the marks line of a tool call that came back as an error
 # An operator message is its own line in the input; a peer's payload is JSON in a fence.
 OP_LINE = re.compile(r"^op-(\d+)$", re.MULTILINE)
 TASK = re.compile(r"\btask op-(\d+)\b")
+# The harnesses answer every message they take with one send, so a panel takes at most as
+# many messages a turn as the host lets one turn send (SendLimits.per_turn): a bigger batch
+# would have its extra replies refused, and a scripted driver does not come back for them.
+BATCH = SendLimits().per_turn
+# The host's outbound rate limit (panels/host/sendlimit.py: 60 sends per panel in 300 s)
+# stops a worm at model speed; the harnesses send hundreds of tasks in a minute or two on
+# purpose, so their hosts get a window limit they never reach. The per-turn limit and the
+# copy and verbatim-forward checks stay as they are.
+HARNESS_LIMITS = SendLimits(per_window=1_000_000)
+# Likewise the team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an
+# edge in 300 s halts the sender), raised to the highest `[team.loops] rate_messages`.
+HARNESS_RATE = 100_000
 
 
 def engineer_for(n: int) -> str:
@@ -87,11 +110,12 @@ def turn_input(request: TurnRequest) -> str:
     return str(request.blocks[-1].get("text", "")) if request.blocks else ""
 
 
-def mark(path: Path, what: str, panel: str) -> None:
+def mark(path: Path, what: str, panel: str, detail: str = "") -> None:
     # One short O_APPEND write: lines from concurrent turns never interleave.
+    line = f"{what} {panel} {time.time():.6f}" + (f" {detail}" if detail else "")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{what} {panel} {time.time():.6f}\n".encode())
+        os.write(fd, f"{' '.join(line.split())}\n".encode())
     finally:
         os.close(fd)
 
@@ -126,13 +150,17 @@ class SoakDriver:
 
     async def _run_tool(self, request: TurnRequest, call: ToolCall) -> ToolResult:
         decision = await request.approver.decide(ToolCallRequest(call.id, call.name, call.input))
-        if not decision.allow:
-            return ToolResult(call.id, deny_text(decision), is_error=True)
         spec = find_tool(request.sdk_tools, call.name)
-        if spec is None:
+        if not decision.allow:
+            output = ToolOutput(deny_text(decision), is_error=True)
+        elif spec is None:
             output = ToolOutput(f"no tool {call.name} in this turn", is_error=True)
         else:
             output = await call_tool(spec, decision.updated_input or call.input)
+        if output.is_error:
+            # A send refused is a reply the protocol owes and never gets: marked, so the soak
+            # reports the harness outside the host's limits, not a message lost.
+            mark(self.marks, REFUSED, self.panel, f"{call.input}: {output.text[:200]}")
         return ToolResult(call.id, output.text, output.is_error)
 
 
@@ -143,8 +171,15 @@ def soak_drivers(marks: Path, life: str) -> Callable[[PanelSpec], AgentDriver]:
     return make
 
 
+def lift_send_window() -> None:
+    """This process's hosts limit their panels' sends with HARNESS_LIMITS."""
+    module: Any = panel_module
+    module.SendLimiter = partial(SendLimiter, HARNESS_LIMITS)
+
+
 def run_child(team_file: str, life: str) -> None:
     """One life of the host; it runs until SIGTERM (clean stop) or SIGKILL."""
+    lift_send_window()
     team = load_team(team_file)
     drivers = None
     if team.rehearsal is None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from soak_driver import REFUSED
 from soak_state import connect_ro
 
 EVENT_KINDS = ("turn_started", "turn_committed", "settled", "host_ready")
@@ -131,6 +132,20 @@ def _life_of(data: str) -> str:
     except ValueError:
         return ""
     return str(value.get("life", "")) if isinstance(value, dict) else ""
+
+
+def refused_sends(marks: Path) -> list[str]:
+    """The driver's `refused` lines, each as "panel: call: why" (none when no marks file)."""
+    try:
+        lines = marks.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    found = []
+    for line in lines:
+        what, panel, _, *detail = [*line.split(" ", 3), ""][:4]
+        if what == REFUSED:
+            found.append(f"{panel}: {detail[0]}")
+    return found
 
 
 # -- leftovers --------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The soak's figures as text: what was done, how long it took, and each invariant's count.
 
 The result is the dict `bench/soak.py --json` prints; this module only words it, and says
-whether the run failed (an invariant count not 0, the deadline hit, or a last life that did
-not stop cleanly).
+whether the run failed (an invariant count not 0, a send the host refused, the deadline
+hit, or a last life that did not stop cleanly).
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ from typing import Any
 
 def failed(result: dict[str, Any]) -> bool:
     counts = [v["count"] for v in result["invariants"].values()]
-    return any(counts) or result["deadline_hit"] or not result["final_life"].get("clean")
+    refused = result["sends_refused"]["count"]
+    return (
+        any(counts)
+        or bool(refused)
+        or result["deadline_hit"]
+        or not result["final_life"].get("clean")
+    )
 
 
 def report(result: dict[str, Any]) -> None:
@@ -39,6 +45,11 @@ def report(result: dict[str, Any]) -> None:
     )
     if r["deadline_hit"]:
         print(f"DEADLINE HIT: the run took longer than {r['deadline_seconds']:.0f} s")
+    refused = r["sends_refused"]
+    print(f"sends the host refused (must be 0: the harness stays inside its limits): "
+          f"{refused['count']}")  # fmt: skip
+    for example in refused["examples"]:
+        print(f"      e.g. {example}")
     print("invariants (each count must be 0):")
     for name, inv in r["invariants"].items():
         parts = ", ".join(f"{k} {v}" for k, v in inv["parts"].items() if v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from soak_driver import ENGINEERS, MARKS, PRODUCER
+from soak_driver import BATCH, ENGINEERS, HARNESS_RATE, MARKS, PRODUCER
 
 from panels.host.instances import ensure_instance
 from panels.team import TeamSpec, load_team
@@ -55,6 +55,11 @@ def team_toml(*, cli: bool) -> str:
     lines = ["[team]", f'name = "{TEAM}"', 'workdir = "work"', "max_concurrent_turns = 2"]
     if cli:
         lines.append('rehearsal = "rehearsal.toml"')
+    # Hundreds of ops in a minute or two would trip the loop rules' rate bound (soak_driver.py).
+    lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}"]
+    # One peer message a turn with the CLI (operator input is still claimed up to 10 at a
+    # time); the scripted drivers take what one turn may answer (soak_driver.py: BATCH).
+    batch = ["[panels.batch]", "enabled = false" if cli else f"max_messages = {BATCH}"]
     lines += [
         "",
         "[[panels]]",
@@ -63,10 +68,8 @@ def team_toml(*, cli: bool) -> str:
         'kind = "producer"',
         f"listens_to = {list(ENGINEERS)!r}".replace("'", '"'),
         "runtime_sentinel = false",
+        *batch,
     ]
-    if cli:
-        # One peer message a turn (operator input is still claimed up to 10 at a time).
-        lines += ["[panels.batch]", "enabled = false"]
     for name in ENGINEERS:
         lines += [
             "",
@@ -76,6 +79,8 @@ def team_toml(*, cli: bool) -> str:
             f'listens_to = ["{PRODUCER}"]',
             "runtime_sentinel = false",
         ]
+        if not cli:
+            lines += batch
     return "\n".join(lines) + "\n"
 
 
