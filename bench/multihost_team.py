@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from soak_driver import (
     BATCH,
     ENGINEERS,
-    HARNESS_RATE,
     MARKS,
     PRODUCER,
     SoakDriver,
@@ -47,6 +46,7 @@ from runtime.driver import AgentDriver, DriverEvent, TurnRequest
 from runtime.home import InstancePaths
 
 DISPATCHER = "dispatcher"
+HARNESS_RATE = 100_000  # the highest `[team.loops] rate_messages` takes
 SCRIPT = Path(__file__).resolve()
 # A dispatcher's op as the bus renders its payload (json.dumps with sorted keys).
 OP_PAYLOAD = re.compile(r'"text": "op-(\d+)"')
@@ -86,7 +86,9 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
     """A team file: (name, role file, listens_to) per panel, all on the bus `bus`."""
     lines = ["[team]", f'name = "{team}"', 'workdir = "work"', f'bus = "{bus}"']
     lines.append("max_concurrent_turns = 2")
-    # 1,000 tasks in a minute or two would trip the loop rules' rate bound (soak_driver.py).
+    # The team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an edge in
+    # 300 s halts the sender) would stop this harness's 1,000 tasks as it stops a runaway;
+    # raised like the send window (soak_driver.py). The other loop rules stay as they are.
     lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}"]
     for name, role, senders in members:
         lines += ["", "[[panels]]", f'name = "{name}"', f'role = "roles/{role}"']

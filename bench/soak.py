@@ -12,17 +12,18 @@ wrote its pid file), mid-turn (a turn began, then 0-25 ms), commit (right after 
 complete turn) and ack (right after a new done receipt); every killed child is reaped and
 a new life started. A last life then runs until the bus is drained and is stopped with
 SIGTERM, and the files are checked (soak_checks.py): lost, applied twice, published
-twice, claimed or pending, integrity, event log gaps, leftover processes. A send the host
-refused (its limits) is counted too: a scripted reply refused is owed and never sent, so
-such a run says the harness left the host's limits, not only that a message was lost.
+twice, claimed or pending, integrity, event log gaps, leftover processes. The host's safety
+limits hit are counted too (a send refused, a panel halted): a refused reply is owed and
+never sent, a halted panel claims nothing, so such a run says the harness left the host's
+limits rather than only that messages were lost.
 
 With `--cli` the panels run the bundled Claude Code CLI against the rehearsal model
 (soak_team.py writes the script); defaults then R=30, N=60.
 
 Everything is under a fresh temp dir (removed unless `--keep`). Progress goes to stderr;
 the figures (with the load average) to stdout, or one JSON object with `--json`. The exit
-status is 1 when an invariant count is not 0, a send was refused, the deadline was hit or
-the last life did not stop cleanly; else 0.
+status is 1 when an invariant count is not 0, a limit was hit, the deadline was hit or the
+last life did not stop cleanly; else 0.
 """
 
 from __future__ import annotations
@@ -350,7 +351,11 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
     # Derived messages (a forward per op, a reply per forward) are owed by the scripted
     # drivers only: the CLI's static rules forward one op per turn.
     invariants = check_all(state, derived=not settings.cli)
-    refused = refused_sends(ws.marks)
+    limits_hit = {
+        "sends refused": refused_sends(ws.marks),
+        "panels halted": [f"{e.panel}: {e.data.get('message')}" for e in state.events
+                          if e.kind == "halt"],
+    }  # fmt: skip
     return {
         "mode": "cli" if settings.cli else "scripted",
         "seed": settings.seed,
@@ -369,7 +374,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         "deadline_seconds": settings.deadline,
         "deadline_hit": run.deadline_hit,
         "final_life": run.final,
-        "sends_refused": {"count": len(refused), "examples": refused[:5]},
+        "limits_hit": {k: {"count": len(v), "examples": v[:5]} for k, v in limits_hit.items()},
         "invariants": {
             **{i.name: i.as_dict() for i in invariants},
             "leftover processes": {

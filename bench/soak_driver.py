@@ -20,8 +20,8 @@ that comes back as an error (refused by the approver or the host's send limits) 
 `refused` line: the soak reports it as the harness leaving the host's limits.
 
 A panel takes at most `BATCH` messages a turn (the team file says so), the host's per-turn
-send limit, since each is answered with one send; the child raises the host's send window
-and the team's loop rate bound, which the harnesses outrun on purpose.
+send limit, since each is answered with one send; the child raises the host's send window,
+which the harnesses outrun on purpose.
 """
 
 from __future__ import annotations
@@ -77,9 +77,6 @@ BATCH = SendLimits().per_turn
 # purpose, so their hosts get a window limit they never reach. The per-turn limit and the
 # copy and verbatim-forward checks stay as they are.
 HARNESS_LIMITS = SendLimits(per_window=1_000_000)
-# Likewise the team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an
-# edge in 300 s halts the sender), raised to the highest `[team.loops] rate_messages`.
-HARNESS_RATE = 100_000
 
 
 def engineer_for(n: int) -> str:

@@ -40,8 +40,8 @@ def test_a_host_killed_twenty_times_delivers_each_message_exactly_once() -> None
     assert result["kills"] == KILLS, result["exited_by_themselves"]
     assert result["lives"] >= KILLS + 1
     assert not result["deadline_hit"]
-    # A refused send is a scripted reply never sent: the harness left the host's limits.
-    assert result["sends_refused"]["count"] == 0, result["sends_refused"]["examples"]
+    # A send refused or a panel halted by the host's limits: the harness left them.
+    assert all(not hit["count"] for hit in result["limits_hit"].values()), result["limits_hit"]
     # Every op was forwarded and answered: the checks ran over a full run, not an empty one.
     assert result["bus_messages"] >= 3 * MESSAGES and result["turns"] > 0
     counts = {name: inv["count"] for name, inv in result["invariants"].items()}
