@@ -4,8 +4,11 @@ Operator input reaches a panel as bus messages from `operator` addressed to the 
 operator route, `<panel>@operator`: a route of its own, so the host claims it before the
 peer inbox (operator input goes first) and also while the peer inbox is switched off. The
 operator's words are the turn's input; peer messages follow, rendered by the bus helper as
-untrusted data. Messages addressed to an earlier epoch of the panel are flagged in their
-header by the bus and named again in a note, so they are weighed, not silently applied.
+untrusted data. Since the route's text is taken as the operator's, a panel never writes to
+an operator route (outbox.py refuses the send) and a row there from anyone but `operator`
+is dead-lettered unread (life.py). Messages addressed to an earlier epoch of the panel are
+flagged in their header by the bus and named again in a note, so they are weighed, not
+silently applied.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ PEER_ONLY_INSTRUCTION = (
 def operator_route(panel: str) -> str:
     """The bus recipient that carries operator input to `panel`."""
     return f"{panel}{OPERATOR_SUFFIX}"
+
+
+def is_operator_route(recipient: str) -> bool:
+    """Whether `recipient` is some panel's operator route: only the operator writes there
+    (its text is a turn's input as it is, not fenced data), never a panel."""
+    return recipient.endswith(OPERATOR_SUFFIX)
 
 
 @dataclass(frozen=True)

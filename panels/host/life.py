@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from panels.host.delivery import claim_limits, compose_turn, operator_route
+from panels.host.delivery import OPERATOR, claim_limits, compose_turn, operator_route
 from panels.host.inboxes import bus_counts
 from panels.host.instances import prepare_panel
 from panels.host.outbox import publish
@@ -198,6 +198,8 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
             tickets.already_done(already)
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None
+    if op_claim is not None:
+        already |= await _refuse_forged(runner, bus, op_claim)
     from_operator = [m for m in (op_claim.messages if op_claim else ()) if m.id not in already]
     from_peers = [m for c in claims if c is not op_claim for m in c.messages if m.id not in already]
     turn_input = compose_turn(from_operator, from_peers, max_tokens=limits.max_tokens)
@@ -205,6 +207,23 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         return True
     await run_turn(runner, session, bus, claims, turn_input, tickets)
     return True
+
+
+async def _refuse_forged(runner: PanelRunner, bus: BusBackend, claim: Claim) -> set[int]:
+    """Dead-letter, unread, the rows on the panel's operator route that the operator did not
+    write (its text would be taken as the operator's words); their ids."""
+    forged = [m for m in claim.messages if m.sender != OPERATOR]
+    if not forged:
+        return set()
+    reason = "only the operator writes to a panel's operator route"
+    given_up = await bus.fail(claim, reason=reason, only=[m.id for m in forged])
+    for message in forged:
+        if message.id in given_up.settled:
+            runner.host.log.emit(DeadLettered(panel=runner.name, id=message.id,
+                                              sender=message.sender, reason=reason))  # fmt: skip
+    runner.dead_letters += len(given_up.settled)
+    await runner.host.log.commit()
+    return {m.id for m in forged}
 
 
 async def _report_dead_letters(runner: PanelRunner, claims: list[Claim]) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from panels.host.delivery import HOST, OPERATOR
+from panels.host.delivery import HOST, OPERATOR, is_operator_route
 from panels.host.sendlimit import SendRefused
 from panels.hostdb.catalogue import AckSent, MessageQueued, MessageSent, SendFailed, Warned
 from peerbus import InvalidKeyError, InvalidRoleError, PayloadError, PeerbusError
@@ -57,6 +57,12 @@ def queue(
     if session is None or runner.turn is None:
         raise NotQueuedError("no turn is running: messages are sent from a turn")
     options = runner.host.bus.options
+    if recipient is not None and is_operator_route(recipient):
+        # Text there is taken as the operator's own words: a panel must not put words there.
+        raise NotQueuedError(
+            f"{recipient!r} carries the operator's input to a panel; only the operator writes "
+            "there. Send to the panel by its name"
+        )
     try:
         if recipient is not None:
             check_role(recipient, field="recipient")
