@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from soak_checks import check_all, committed_turns
 from soak_driver import OPERATOR_ROUTE, engineer_for, run_child
-from soak_probe import Probe, Signals, leftover_processes, refused_sends
+from soak_probe import Probe, Signals, leftover_processes, limits_hit
 from soak_report import failed, report
 from soak_state import connect_ro, pending_now, read_state, unpublished_now
 from soak_team import Workspace, make_workspace
@@ -351,11 +351,6 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
     # Derived messages (a forward per op, a reply per forward) are owed by the scripted
     # drivers only: the CLI's static rules forward one op per turn.
     invariants = check_all(state, derived=not settings.cli)
-    limits_hit = {
-        "sends refused": refused_sends(ws.marks),
-        "panels halted": [f"{e.panel}: {e.data.get('message')}" for e in state.events
-                          if e.kind == "halt"],
-    }  # fmt: skip
     return {
         "mode": "cli" if settings.cli else "scripted",
         "seed": settings.seed,
@@ -374,7 +369,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         "deadline_seconds": settings.deadline,
         "deadline_hit": run.deadline_hit,
         "final_life": run.final,
-        "limits_hit": {k: {"count": len(v), "examples": v[:5]} for k, v in limits_hit.items()},
+        "limits_hit": limits_hit(ws.marks, state.events),
         "invariants": {
             **{i.name: i.as_dict() for i in invariants},
             "leftover processes": {

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from soak_driver import REFUSED
-from soak_state import connect_ro
+from soak_state import Event, connect_ro
 
 EVENT_KINDS = ("turn_started", "turn_committed", "settled", "host_ready")
 
@@ -134,18 +135,21 @@ def _life_of(data: str) -> str:
     return str(value.get("life", "")) if isinstance(value, dict) else ""
 
 
-def refused_sends(marks: Path) -> list[str]:
-    """The driver's `refused` lines, each as "panel: call: why" (none when no marks file)."""
+def limits_hit(marks: Path, events: Sequence[Event]) -> dict[str, dict[str, Any]]:
+    """The host's limits the run ran into, each {"count", "examples"}: the sends refused (the
+    driver's `refused` marks, as "panel: call: why") and the panels halted (`halt` events)."""
     try:
         lines = marks.read_text(errors="replace").splitlines()
     except FileNotFoundError:
-        return []
-    found = []
+        lines = []
+    refused = []
     for line in lines:
-        what, panel, _, *detail = [*line.split(" ", 3), ""][:4]
+        what, panel, _, detail = [*line.split(" ", 3), "", "", ""][:4]
         if what == REFUSED:
-            found.append(f"{panel}: {detail[0]}")
-    return found
+            refused.append(f"{panel}: {detail}")
+    halted = [f"{e.panel}: {e.data.get('message')}" for e in events if e.kind == "halt"]
+    hit = {"sends refused": refused, "panels halted": halted}
+    return {name: {"count": len(found), "examples": found[:5]} for name, found in hit.items()}
 
 
 # -- leftovers --------------------------------------------------------------------------------
