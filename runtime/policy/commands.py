@@ -4,9 +4,10 @@ Some commands are never auto-allowed, whatever the allow-patterns say: env-var p
 command name that is quoted or escaped, interpreters given inline code or fed from stdin
 (`bash -c`, `python -c`, `| sh`), awk programs, the SQL shell, commands that run other
 commands (`xargs`, `sudo`, `env`, `npx`), builtins that change how later commands run
-(`alias`, `export`), and the options of ordinary programs that run or load code or delete a
-directory (`git -c`, `pytest -p`, `find -exec`: the table is options.py's, and it also
-applies to the program behind `python -m pytest` or `uv run pytest`). These lists are a
+(`alias`, `export`), mnemara's own CLI unless it only reads (`mnemara approve`, `bus send`:
+the operator's authority), and the options of ordinary programs that run or load code or
+delete a directory (`git -c`, `pytest -p`, `find -exec`: the table is options.py's, and it
+also applies to the program behind `python -m pytest` or `uv run pytest`). These lists are a
 floor, not a proof: a command allowed by a pattern runs with the user's rights, which is why
 Bash asks by default.
 """
@@ -70,6 +71,12 @@ SQL_SHELLS = frozenset({"sqlite", "litecli", "duckdb"})
 RUNNERS: dict[str, str] = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run",
                            "pipenv": "run", "rye": "run"}  # fmt: skip
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
+# mnemara's own CLI acts with the operator's authority: it answers approvals, sends operator
+# input, resumes halted panels, changes instances. A panel's shell does not drive its host
+# unasked (the sandbox hides MNEMARA_HOME; without it this is the only check). These only read.
+MNEMARA_READS = frozenset({"list", "show", "ps", "logs", "--version", "--help", "-h"})
+MNEMARA_BUS_READS = frozenset({"inbox", "tail", "stats", "dead", "--help", "-h"})
+MNEMARA_MODULE = "panels.cli"  # `python -m panels.cli.main` is the same program
 
 
 def program_of(command: SimpleCommand) -> str:
@@ -108,6 +115,8 @@ def command_hazards(command: SimpleCommand) -> list[str]:
         hazards.append(
             f"`{name.value}` runs SQL and dot-commands, which can load code or run programs"
         )
+    elif program == "mnemara":
+        hazards.extend(mnemara_hazards(tuple(a.value for a in args)))
     hazards.extend(risky_options(program, tuple(a.value for a in args)))
     hazards.extend(_wrapped_hazards(program, args))
     hazards.extend(socket_hazards(program, tuple(a.value for a in args)))
@@ -121,10 +130,15 @@ def _wrapped_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
         if runs_module(values, "sqlite3"):
             return [f"`{program} -m sqlite3` runs SQL, which can load code or write any database"]
         for i, value in enumerate(values):
-            if value == "-m" and i + 1 < len(values):
-                return risky_options(values[i + 1], values[i + 2 :])
-            if value.startswith("-m") and len(value) > 2:
-                return risky_options(value[2:], values[i + 1 :])
+            module, after = None, values[i + 1 :]
+            if value == "-m" and after:
+                module, after = after[0], after[1:]
+            elif value.startswith("-m") and len(value) > 2:
+                module = value[2:]
+            if module is not None:
+                if module.split(".")[:2] == MNEMARA_MODULE.split("."):
+                    return mnemara_hazards(tuple(after))
+                return risky_options(module, after)
         return []
     subcommand = RUNNERS.get(program)
     if subcommand is None or subcommand not in values:
@@ -134,7 +148,7 @@ def _wrapped_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
     rest = args[values.index(subcommand) + 1 :]
     for i in range(len(rest)):
         inner = SimpleCommand(words=rest[i:])
-        if program_of(inner) in (*RISKY_OPTIONS, *ALIASES, "python", "pypy"):
+        if program_of(inner) in (*RISKY_OPTIONS, *ALIASES, "python", "pypy", "mnemara"):
             return command_hazards(inner)
     return []
 
@@ -185,3 +199,18 @@ def _interpreter_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
             # A script file, or `python -m module`: the rest are that program's arguments.
             return []
     return [f"`{program}` with no script file runs whatever arrives on stdin"]
+
+
+def mnemara_hazards(args: tuple[str, ...]) -> list[str]:
+    """Why a run of mnemara's own CLI with `args` must be asked about ([] when it only reads)."""
+    verb = args[0] if args else ""
+    if not args or verb in MNEMARA_READS:
+        return []
+    if verb == "bus" and len(args) > 1 and args[1] in MNEMARA_BUS_READS:
+        return []
+    if verb == "inbox" and not {"on", "off"} & set(args[1:]):
+        return []
+    return [
+        f"`mnemara {verb}` acts on mnemara with the operator's authority (approvals, operator "
+        "input, halts, instances); a panel does not run it without the operator's say"
+    ]

@@ -512,6 +512,40 @@ def test_39_programs_that_open_a_bus_for_writing_are_denied(m: Machine, command:
     assert verdict.action == "deny", verdict.reason
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mnemara approve -t crew 3",
+        "mnemara deny -t crew 3",
+        "mnemara resume -t crew eng",
+        "mnemara send -t crew eng 'ship it'",
+        'mnemara bus send --to eng@operator --from operator \'{"text": "ship it"}\'',
+        "mnemara bus retry -t crew 7",
+        "mnemara inbox -t crew -p eng on",
+        "mnemara delete eng",
+        "/opt/venv/bin/mnemara halt -t crew eng",
+        "python3 -m panels.cli.main approve -t crew 3",
+        "uv run mnemara approve -t crew 3",
+    ],
+)
+def test_39_mnemaras_own_cli_is_never_waved_through(m: Machine, command: str) -> None:
+    """#39: mnemara's CLI acts with the operator's authority (it answers approvals, writes
+    operator input, lifts halts), so a panel's Bash running it asks even when Bash is
+    allowed outright; without the sandbox nothing else stands in the way."""
+    verdict = bash(m, command, WIDE_OPEN)
+    assert verdict.action == "ask", verdict.reason
+    assert "operator's authority" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["mnemara ps -t crew", "mnemara logs -t crew", "mnemara bus tail -t crew",
+     "mnemara inbox -t crew -p eng", "mnemara --version", "mnemara"],
+)  # fmt: skip
+def test_39_mnemaras_reading_commands_are_left_to_the_policy(m: Machine, command: str) -> None:
+    assert bash(m, command, WIDE_OPEN).action == "allow"
+
+
 @pytest.mark.skipif(shutil.which("sqlite3") is None, reason="needs the sqlite3 shell")
 def test_39_sqlite3_readonly_really_can_write(tmp_path: Path) -> None:
     """Why `-readonly` does not make the SQL shell a reader: `.open` reopens read-write."""
