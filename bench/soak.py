@@ -431,6 +431,8 @@ def main() -> None:
         args.messages is not None and args.messages < 1
     ):
         parser.error("--kills must be 0 or more and --messages 1 or more")
+    if args.deadline is not None and args.deadline <= 0:
+        parser.error("--deadline must be more than 0 seconds (leave it out for the default)")
     settings = settings_from(args)
     root = Path(tempfile.mkdtemp(prefix="mnemara-soak-"))
     try:
