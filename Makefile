@@ -1,16 +1,60 @@
 # One command checks everything: `make check` (lint, format, types, import layers, tests).
+#
+# The install is locked: `uv.lock` holds every package of the whole set (test tools included)
+# at one version with the hashes of its files, for every platform, and `make setup` installs
+# exactly that set, hash-checked. uv itself is pinned the same way in `requirements-uv.txt`
+# and lives in `.venv-uv`, apart from the project's environment, which `uv sync` keeps exact.
 PY ?= .venv/bin/python
+BIN = $(dir $(PY))
+UV = .venv-uv/bin/uv
+# The interpreter the environments are made with; uv never downloads one of its own.
+PYTHON ?= python3
+export UV_PYTHON_DOWNLOADS = never
+# Installed packages are compiled once at install, and the project's own modules and tests on
+# first import: the suite starts hundreds of Python processes (hosts, CLIs' relays, the CLI
+# commands), and without a bytecode cache each of them compiles what it imports again.
+export UV_COMPILE_BYTECODE = 1
+unexport PYTHONDONTWRITEBYTECODE
+# Test workers: most tests wait on processes (the CLI, hosts, PostgreSQL), not on the CPU, so
+# a 2-core machine runs best with 4 (bench/suite_time.py measures it). Tests go out one or two
+# at a time to whichever worker is free, slow ones first (tests/conftest.py).
+WORKERS ?= 4
+PYTEST = $(PY) -m pytest -q -n $(WORKERS) --dist load --maxschedchunk 2
 
-.PHONY: setup check lint types layers test demo
+.PHONY: setup lock check check-latest test-fast lint types layers test demo
 
-setup:
+$(UV): requirements-uv.txt
+	$(PYTHON) -m venv .venv-uv
+	.venv-uv/bin/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps \
+		-r requirements-uv.txt
+	@touch $(UV)
+
+setup: $(UV)
 	@# The panels' sandbox (runtime/sandbox/) needs bubblewrap; install it where we can.
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
 		|| echo "note: bubblewrap is not installed; panels' tools will run unconfined (apt-get install bubblewrap)"
-	python3 -m venv .venv
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	@# A venv of the interpreter's own, so it has pip for what README says to add by hand (the
+	@# kuzu extra, a reinstall); uv sync then makes its packages exactly the locked set.
+	@test -x .venv/bin/python || $(PYTHON) -m venv .venv
+	@# --locked: a pyproject.toml changed without `make lock` stops here instead of installing
+	@# something the lock does not say.
+	$(UV) sync --locked --extra test
+
+# Resolve every package again at its newest release within pyproject.toml's bounds, and uv too.
+lock: $(UV)
+	$(UV) lock --upgrade
+	echo "uv" | $(UV) pip compile --universal --generate-hashes --no-header --quiet --upgrade \
+		- -o requirements-uv.txt
+
+# The suite against the newest releases, in a throwaway environment: finds upstream drift on
+# purpose. The lock and .venv are left as they are.
+check-latest: $(UV)
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(UV) venv -q --python $(PYTHON) "$$tmp/venv"; \
+	VIRTUAL_ENV="$$tmp/venv" $(UV) pip install -q --upgrade --resolution highest -e '.[test]'; \
+	echo "newest releases:"; VIRTUAL_ENV="$$tmp/venv" $(UV) pip list --format freeze | sed 's/^/  /'; \
+	$(MAKE) --no-print-directory check PY="$$tmp/venv/bin/python"
 
 lint:
 	$(PY) -m ruff check .
@@ -20,13 +64,19 @@ types:
 	$(PY) -m mypy
 
 layers:
-	.venv/bin/lint-imports
+	$(BIN)lint-imports
 
+# pytest exits 5 when it collects nothing: not a failure here.
 test:
-	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+	$(PYTEST); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# The inner loop: every test but the slow and end-to-end ones (make check runs them all).
+test-fast:
+	$(PYTEST) -m "not slow and not e2e"; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 check: lint types layers test
 
 # The offline three-panel demo: the rehearsal model, no key, no network.
 demo:
-	.venv/bin/mnemara demo
+	$(BIN)mnemara demo
