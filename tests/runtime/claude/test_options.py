@@ -61,8 +61,23 @@ def test_env_switches_bash_timeout_and_override_order(make_request: Any) -> None
     assert "CLAUDE_CODE_SIMPLE" not in env  # bare mode would refuse OAuth logins
 
 
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value the CLI reads for `flag`, in either form it accepts: `--flag value` (SDK
+    0.2.189) or `--flag=value` (0.2.190 and later); None when the flag is absent."""
+    for at, arg in enumerate(argv):
+        if arg == flag and at + 1 < len(argv):
+            return argv[at + 1]
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1 :]
+    return None
+
+
 def test_the_cli_command_line_the_sdk_builds(make_request: Any) -> None:
-    # Pinned to SDK 0.2.189 internals on purpose: this is the argv the real CLI gets.
+    # This reads the SDK's private transport on purpose: it guards the argv the real CLI gets
+    # (the role doc as the whole system prompt, the explicit tool list, no settings sources,
+    # our permission prompt, no resume), which no public API shows. Values are read in either
+    # form the CLI accepts, so an SDK that changes how it spells them still passes; the e2e
+    # tests check what the CLI then sends (tests/e2e/test_turns_e2e.py).
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
     from claude_agent_sdk.types import _configure_can_use_tool
 
@@ -70,15 +85,23 @@ def test_the_cli_command_line_the_sdk_builds(make_request: Any) -> None:
     options = _configure_can_use_tool(options_for(request, cli_path="claude"))
     argv = SubprocessCLITransport(prompt="", options=options)._build_command()
 
-    assert argv[argv.index("--system-prompt") + 1] == request.system
-    assert argv[argv.index("--tools") + 1] == "Bash,Read,Edit,Write"
-    assert "--setting-sources=" in argv  # empty: no user or project settings, no CLAUDE.md
-    assert argv[argv.index("--permission-mode") + 1] == "default"
-    assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+    assert flag_value(argv, "--system-prompt") == request.system
+    assert flag_value(argv, "--tools") == "Bash,Read,Edit,Write"
+    assert flag_value(argv, "--setting-sources") == ""  # no user or project settings, no CLAUDE.md
+    assert flag_value(argv, "--permission-mode") == "default"
+    assert flag_value(argv, "--permission-prompt-tool") == "stdio"
     assert "--no-session-persistence" in argv and "--include-partial-messages" in argv
     assert "--strict-mcp-config" in argv
-    for absent in ("--allowedTools", "--bare", "bypassPermissions", "--resume", "--continue"):
-        assert absent not in argv
+    for absent in ("--allowedTools", "--bare", "--resume", "--continue", "--session-id"):
+        assert flag_value(argv, absent) is None and absent not in argv
+    assert not any("bypassPermissions" in arg for arg in argv)
+
+
+def test_flag_value_reads_both_forms_the_cli_accepts() -> None:
+    argv = ["claude", "--a", "x", "--b=y", "--c=", "--e=--f", "--d"]
+    assert flag_value(argv, "--a") == "x" and flag_value(argv, "--b") == "y"
+    assert flag_value(argv, "--c") == "" and flag_value(argv, "--e") == "--f"
+    assert flag_value(argv, "--d") is None and flag_value(argv, "--z") is None
 
 
 def test_no_native_tools_is_an_empty_list_not_the_default_set(make_request: Any) -> None:
