@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 
 from runtime.claude.approval import ApprovalGate
 from runtime.claude.bundled import bundled_cli
@@ -148,5 +150,26 @@ async def _stop(client: ClaudeSDKClient, *, interrupt: bool) -> None:
         if interrupt:
             with anyio.move_on_after(INTERRUPT_GRACE_S), suppress(Exception):
                 await client.interrupt()
+        process = _cli_process(client)  # the SDK forgets it on disconnect
         with suppress(Exception):
             await client.disconnect()
+        if process is not None:
+            # The SDK's close ends the process but never closes its stdout and stderr pipes:
+            # they close when their end-of-file is read, which a process left holding them
+            # (a Bash job, the sandbox's last processes) delays. On asyncio a loop that ends
+            # first leaves them open to the garbage collector. Closing the process closes them
+            # now; the checkpoints let asyncio run its two rounds of closing callbacks (the
+            # pipes', then the process transport's).
+            with anyio.move_on_after(INTERRUPT_GRACE_S), suppress(Exception):
+                await process.aclose()
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()
+
+
+def _cli_process(client: ClaudeSDKClient) -> anyio.abc.Process | None:
+    """The CLI's process as the SDK's own subprocess transport holds it, else None (a custom
+    transport). Private attributes of claude-agent-sdk 0.2.189-0.2.190, read defensively: a
+    release that renames them makes this None, and only the pipes' early close is lost
+    (tests/runtime/claude/test_claude_real_cli.py, the lingering-CLI test, then fails)."""
+    process = getattr(getattr(client, "_transport", None), "_process", None)
+    return process if isinstance(process, anyio.abc.Process) else None

@@ -101,3 +101,51 @@ async def test_stopping_mid_turn_leaves_no_cli_process(
     # Not a benchmark: without the interrupt, the SDK waits its 5 s grace and then SIGTERMs,
     # which would also leave no process. The deadline tells the two apart.
     assert stop_took < STOP_DEADLINE_S
+
+
+# A CLI process that answers one turn, then, before it exits, leaves a grandchild holding its
+# stdout and stderr: the pipes then reach end-of-file only when that grandchild ends.
+LINGERING_CLI = """\
+import json, subprocess, sys
+def out(obj):
+    print(json.dumps(obj), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("type") == "control_request":
+        out({"type": "control_response", "response": {"subtype": "success",
+             "request_id": message["request_id"],
+             "response": {"hook_on_failure_supported": True}}})
+    elif message.get("type") == "user":
+        out({"type": "assistant", "message": {"model": "claude-test", "role": "assistant",
+             "content": [{"type": "text", "text": "done"}]}})
+        out({"type": "result", "subtype": "success", "duration_ms": 1, "duration_api_ms": 1,
+             "is_error": False, "num_turns": 1, "session_id": "s", "total_cost_usd": 0.0,
+             "usage": {"input_tokens": 1, "output_tokens": 1}})
+subprocess.Popen(["sleep", "30"], start_new_session=True)  # inherits stdout and stderr
+"""
+
+
+async def test_a_turn_leaves_no_pipe_of_its_cli_open(
+    make_request: Any, tmp_path: Path, anyio_backend: str
+) -> None:
+    """The SDK ends the CLI process but leaves its stdout and stderr pipes to close at their
+    end-of-file; on asyncio a loop that ends first leaves them to the garbage collector (the
+    ResourceWarnings that failed the suite under load). The driver closes them itself."""
+    import asyncio
+    import gc
+    import sys
+
+    cli = tmp_path / "claude"
+    cli.write_text(f"#!{sys.executable}\n{LINGERING_CLI}", encoding="utf-8")
+    cli.chmod(0o700)
+    with anyio.fail_after(30):
+        events = [e async for e in ClaudeDriver(cli_path=str(cli)).run_turn(make_request())]
+    assert events and not isinstance(events[-1], ErrorEvent), events
+    if anyio_backend == "asyncio":
+        gc.collect()
+        open_transports = [
+            obj
+            for obj in gc.get_objects()
+            if isinstance(obj, asyncio.SubprocessTransport) and not obj.is_closing()
+        ]
+        assert open_transports == []
