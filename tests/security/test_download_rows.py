@@ -504,6 +504,7 @@ def test_35_bidi_and_zero_width_characters_are_kept_and_shown_escaped(
     assert "\u202e" not in err and "\u200b" not in err  # named, never printed raw
 
 
+@pytest.mark.slow
 def test_14_transport_failures_are_clean_fetch_errors(
     tls: Tls, serve: Callable[..., Server]
 ) -> None:

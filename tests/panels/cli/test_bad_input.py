@@ -448,6 +448,7 @@ def run_driver(cases: list[tuple[str, list[str], dict[str, str], int]], tmp_path
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_bad_input_ends_with_the_documented_code_and_no_traceback(
     world: dict[str, str], tmp_path: Path
 ) -> None:

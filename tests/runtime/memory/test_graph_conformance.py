@@ -70,6 +70,7 @@ def _ids(nodes: list[GraphNode]) -> set[str]:
 # -- the kuzu run ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(IN_KUZU_CHILD, reason="this is the kuzu run")
 @pytest.mark.skipif(importlib.util.find_spec("kuzu") is None, reason="kuzu is not installed")
 def test_kuzu_in_its_own_process(tmp_path: Path) -> None:
