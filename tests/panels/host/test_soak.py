@@ -31,8 +31,10 @@ def failures(result: dict[str, Any]) -> str:
 
 @pytest.mark.slow
 def test_a_host_killed_twenty_times_delivers_each_message_exactly_once() -> None:
+    # No --deadline: the soak's own scales with the kills and messages (192 s here), so a
+    # machine with both cores busy is slow, not failed.
     command = [sys.executable, "bench/soak.py", "--kills", str(KILLS), "--messages",
-               str(MESSAGES), "--seed", "1", "--json", "--deadline", "90"]  # fmt: skip
+               str(MESSAGES), "--seed", "1", "--json"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert done.stdout.strip(), done.stderr[-3000:]
