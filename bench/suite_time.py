@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "bench" / "out" / "suite_time"  # each run's whole pytest output
 DURATIONS_ENV = "MNEMARA_SUITE_DURATIONS"
 
 
@@ -57,6 +58,7 @@ class Run:
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
     slowest: list[tuple[float, str]]
+    log: Path
 
 
 def load() -> tuple[float, float, float]:
@@ -85,7 +87,7 @@ def read_durations(path: Path) -> dict[str, float]:
     return totals
 
 
-def run_once(command: list[str], top: int) -> Run:
+def run_once(command: list[str], top: int, log: Path) -> Run:
     with tempfile.TemporaryDirectory(prefix="suite-time-") as scratch:
         durations = Path(scratch) / "durations.jsonl"
         env = dict(os.environ)
@@ -102,6 +104,8 @@ def run_once(command: list[str], top: int) -> Run:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         after_load = load()
         totals = read_durations(durations)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(done.stdout + done.stderr, encoding="utf-8")
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     outcome = lines[-1].strip("= ") if lines else f"no output (exit {done.returncode})"
     if done.returncode not in (0, 5):
@@ -121,6 +125,7 @@ def run_once(command: list[str], top: int) -> Run:
         load_before=before_load,
         load_after=after_load,
         slowest=slowest,
+        log=log,
     )
 
 
@@ -134,6 +139,7 @@ def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
 def report(n: int, runs: int, run: Run, workers: int, hogs: int) -> None:
     cpu = run.cpu_user + run.cpu_system
     print(f"run {n} of {runs}: {run.outcome}")
+    print(f"  output: {run.log.relative_to(ROOT)}")
     print(f"  wall {run.wall:.1f} s ({run.wall / 60:.1f} min); workers {workers or 'none'}; "
           f"cpu hogs {hogs}")  # fmt: skip
     print(f"  cpu {cpu:.0f} s (user {run.cpu_user:.0f}, system {run.cpu_system:.0f}), "
@@ -169,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     try:
         for n in range(1, args.runs + 1):
-            run = run_once(command, args.top)
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            run = run_once(command, args.top, LOGS / f"{stamp}-run{n}.log")
             report(n, args.runs, run, args.workers, args.hog)
             failed += run.code not in (0, 5)
     except KeyboardInterrupt:

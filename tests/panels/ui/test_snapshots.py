@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from textual.pilot import Pilot
 from panels.hostdb import HostEvent, PanelRow, connect, set_meta
 from panels.hostdb import catalogue as ev
 from panels.ui.app import DashboardApp, make_app
+from panels.ui.buspane import BusPane
+from panels.ui.context import ContextScreen
 from peerbus import open_bus
 from runtime.config import InstanceConfig, save_config
 from runtime.rows import NewRow, Role
@@ -30,6 +33,7 @@ from tests.panels.ui.conftest import write_host_db
 
 Compare = Callable[..., bool]
 SIZE = (160, 45)
+READY_WITHIN = 60.0
 
 REPLY = {
     "producer": "Two tasks. The engineer starts with the counter itself.\nTask 1 is with the "
@@ -80,17 +84,29 @@ def open_app(tmp_path: Path, rows: Sequence[PanelRow], events: Sequence[HostEven
     return make_app(path, **options)
 
 
+async def until(pilot: Pilot[Any], ready: Callable[[], object], what: str) -> None:
+    """Pause until `ready()` holds, then let the screen settle. The deadline only catches a
+    screen that never gets there (a machine with both cores busy is slow, not wrong): the
+    picture is taken of the state asked for, never of whatever a fixed pause found."""
+    deadline = time.monotonic() + READY_WITHIN
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the dashboard did not {what} within {READY_WITHIN:.0f} s")
+        await pilot.pause(0.02)
+    await pilot.pause(0.2)
+
+
 def shown(count: int) -> Callable[[Pilot[Any]], Any]:
     """Wait until the app shows `count` panes and their events, then let it settle."""
 
     async def wait(pilot: Pilot[Any]) -> None:
         app = pilot.app
         assert isinstance(app, DashboardApp)
-        for _ in range(200):
-            if len(app.panes) == count and all(p.status for p in app.panes.values()):
-                break
-            await pilot.pause(0.02)
-        await pilot.pause(0.2)
+
+        def ready() -> bool:
+            return len(app.panes) == count and all(p.status for p in app.panes.values())
+
+        await until(pilot, ready, f"show {count} pane(s) with their status")
         app.set_focus(None)  # no cursor blinking in the picture
 
     return wait
@@ -148,6 +164,8 @@ def test_the_halt_record(snap_compare: Compare, tmp_path: Path) -> None:
 
     async def record(pilot: Pilot[Any]) -> None:
         await shown(3)(pilot)
+        engineer = app.panes["engineer"]
+        await until(pilot, lambda: engineer.halt is not None, "read the engineer's halt")
         app.open_halt_record("engineer")
         await pilot.pause(0.2)
 
@@ -220,7 +238,12 @@ def test_the_context_viewer(snap_compare: Compare, tmp_path: Path, fixed_dir: Pa
     async def context(pilot: Pilot[Any]) -> None:
         await shown(1)(pilot)
         app.open_context("engineer")
-        await pilot.pause(0.5)
+
+        def loaded() -> bool:
+            screen = app.screen
+            return isinstance(screen, ContextScreen) and screen.state is not None
+
+        await until(pilot, loaded, "read the engineer's store into the context viewer")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=context)
 
@@ -248,7 +271,8 @@ def test_the_bus_pane_with_a_dead_letter(snap_compare: Compare, tmp_path: Path) 
     async def bus_pane(pilot: Pilot[Any]) -> None:
         await shown(3)(pilot)
         app.action_bus()
-        await pilot.pause(0.5)
+        pane = app.main.query_one(BusPane)
+        await until(pilot, lambda: pane.snapshot.dead, "read the bus and its dead letter")
         app.set_focus(None)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=bus_pane)
