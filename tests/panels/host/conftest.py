@@ -60,8 +60,9 @@ class Events:
         *,
         count: int = 1,
         where: Callable[[Any], bool] = lambda e: True,
-        within: float = 10.0,
+        within: float = 30.0,
     ) -> list[Any]:
+        # A deadline only for what never comes: far above what a busy machine takes.
         with anyio.fail_after(within):
             while True:
                 changed = self._changed

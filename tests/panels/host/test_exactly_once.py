@@ -212,10 +212,10 @@ async def test_the_events_a_life_must_not_lose_are_written_at_once(
         await tg.start(host.serve)
         try:
             assert [e.kind for e in events.seen][:1] == ["host_started"]
-            (ready,) = await events.wait("host_ready", within=5)
+            (ready,) = await events.wait("host_ready")
             assert ready.life == host.life
             await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "hi"})
-            (ended,) = await events.wait("turn_ended", "a", within=5)
+            (ended,) = await events.wait("turn_ended", "a")
             (stored,) = events.of("turn_committed", "a")
         finally:
             host.request_stop()

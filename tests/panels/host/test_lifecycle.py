@@ -157,7 +157,7 @@ def test_find_and_sweep_kill_only_another_lifes_processes_of_this_state_dir(
     assert [(o.pid, o.life, o.command) for o in found] == [(leftover.pid, "before", "sleep 60")]
     swept = sweep_orphans(state, current_life="now")
     assert swept == found
-    assert leftover.wait(timeout=5) == -signal.SIGKILL
+    assert leftover.wait(timeout=30) == -signal.SIGKILL
     assert current.poll() is None and other_team.poll() is None
     assert find_orphans(state, current_life="now") == []
     assert sweep_orphans(state, current_life="now") == []
@@ -187,9 +187,9 @@ async def test_a_host_sweeps_what_an_earlier_life_left_and_logs_it(
     leftover = spawn(marker_env(team.state_dir, "killed-life"))
     mine = spawn(marker_env(team.state_dir, "this-life"))
     async with start_host(team, {"eng": []}, life="this-life") as (_, events, _):
-        (swept,) = await events.wait("orphans_swept", within=5)
+        (swept,) = await events.wait("orphans_swept")
         assert swept.pids == (leftover.pid,) and swept.commands == ("sleep 60",)
-        assert leftover.wait(timeout=5) == -signal.SIGKILL
+        assert leftover.wait(timeout=30) == -signal.SIGKILL
         assert mine.poll() is None
 
 
@@ -268,9 +268,9 @@ def test_up_after_a_kill_9_waits_for_the_new_life_and_sweeps_the_old_lifes_cli(
         marked = find_orphans(state, current_life="")
         assert {o.life for o in marked} == {first.life} and len(marked) >= 2
         os.kill(first.pid, signal.SIGKILL)
-        poll("the killed host gone", lambda: not pid_alive(first.pid), within=10)
+        poll("the killed host gone", lambda: not pid_alive(first.pid), within=30)
         if sandbox == "required":
-            poll("the sandbox gone", lambda: not any(pid_alive(o.pid) for o in marked), 10)
+            poll("the sandbox gone", lambda: not any(pid_alive(o.pid) for o in marked), 30)
         else:
             assert all(pid_alive(o.pid) for o in left)  # a kill -9 leaves them running
 

@@ -22,7 +22,7 @@ BUDGETED_A = '[[panels]]\nname = "a"\nkind = "worker"\n[panels.budget]\nmax_sess
 TEAM_BUDGET = "[team.budget]\nmax_usd = 5.0\nmax_tokens = 1000000\n"
 
 
-async def holds(check: Callable[[], bool], within: float = 10.0) -> None:
+async def holds(check: Callable[[], bool], within: float = 30.0) -> None:
     """Wait until `check()` holds (figures counted by a task of the host); fail past `within`."""
     with anyio.fail_after(within):
         # The counts are plain attributes a host task sets: there is no event to wait on.

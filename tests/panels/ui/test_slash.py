@@ -205,7 +205,11 @@ async def test_a_click_focuses_the_pane_it_lands_in(live_host: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: state(app, "a") == "idle" and state(app, "b") == "idle")
         app.panes["a"].focus_target()
-        await pilot.click(app.panes["b"].transcript)
+        target = app.panes["b"].transcript
+        # Both panes laid out first: a click aimed before the layout settles lands elsewhere.
+        await until(pilot, lambda: target.region.area > 0 and app.panes["a"].region.area > 0)
+        await pilot.pause()
+        assert await pilot.click(target), "the click did not land on b's transcript"
         await until(pilot, lambda: app.focused_pane() is app.panes["b"])
         await pilot.press(*"hi", "ctrl+s")
         await until(pilot, lambda: "operator > hi" in transcript(app, "b"))

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.anyio
 # Anything through which the CLI could find a credential or a model service.
 CREDENTIAL_VARS = ("CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK")
 CREDENTIAL_VARS += ("CLAUDE_CODE_USE_VERTEX", "AWS_BEARER_TOKEN_BEDROCK")
-STOP_DEADLINE_S = 4.0
+# The SDK waits 5 s after closing stdin before it sends SIGTERM: a stop that took less
+# ended by the interrupt, however slow the machine.
+SDK_GRACE_S = 5.0
 
 
 @pytest.fixture
@@ -100,7 +102,7 @@ async def test_stopping_mid_turn_leaves_no_cli_process(
     assert cli_children() == []
     # Not a benchmark: without the interrupt, the SDK waits its 5 s grace and then SIGTERMs,
     # which would also leave no process. The deadline tells the two apart.
-    assert stop_took < STOP_DEADLINE_S
+    assert stop_took < SDK_GRACE_S
 
 
 # A CLI process that answers one turn, then, before it exits, leaves a grandchild holding its

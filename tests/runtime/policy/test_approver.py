@@ -168,7 +168,7 @@ async def test_a_slow_decision_does_not_block_the_event_loop(
     def slow_decide(*args: Any) -> Verdict:
         entered.set()
         # Only set by a task on the event loop: if this ran on the loop, it would wait in vain.
-        assert release.wait(timeout=5), "the event loop was blocked during the decision"
+        assert release.wait(timeout=30), "the event loop was blocked during the decision"
         return real_decide(*args)
 
     monkeypatch.setattr(approver_module, "decide", slow_decide)
