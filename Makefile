@@ -53,7 +53,7 @@ check-latest: $(UV)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(UV) venv -q --python $(PYTHON) "$$tmp/venv"; \
 	VIRTUAL_ENV="$$tmp/venv" $(UV) pip install -q --upgrade --resolution highest -e '.[test]'; \
-	echo "newest releases:"; VIRTUAL_ENV="$$tmp/venv" $(UV) pip list --format freeze | sed 's/^/  /'; \
+	echo "newest releases:"; VIRTUAL_ENV="$$tmp/venv" $(UV) pip list -q --format freeze | sed 's/^/  /'; \
 	$(MAKE) --no-print-directory check PY="$$tmp/venv/bin/python"
 
 lint:
