@@ -1,56 +1,57 @@
-"""Allow-patterns: full-match regexes, refused when loaded if they could backtrack badly.
+"""Allow-patterns: full-match regexes, evaluated by RE2 so that no pattern can be slow.
 
-A pattern must describe the whole target (`re.fullmatch`), so `git status` never allows
+A pattern must describe the whole target (full match), so `git status` never allows
 `git status; rm -rf ~`. An "always allow" answer stores the exact target escaped, which is a
-plain literal. Hand-written patterns are parsed with the standard library's own regex parser
-and refused when their shape is known to backtrack catastrophically: a repeat inside a repeat
-(`(a+)+`), a repeated alternation whose branches can start alike (`(a|ab)*`), back-references,
-or more than a few open-ended wildcards. Targets longer than MAX_TARGET_LENGTH are never
-matched (they are asked about), which bounds the polynomial cases that remain.
+plain literal. Patterns are RE2 syntax (google-re2), which runs in time linear in the target
+whatever the pattern: `(a+)+` or `(a?){26}a{26}` is no slower than `git status`. What RE2
+cannot run in linear time it does not offer: back-references and lookaround are refused when
+the pattern is loaded, with the file and field named. Targets longer than MAX_TARGET_LENGTH
+are never matched (they are asked about).
+
+Differences from Python's `re` a hand-written pattern may meet: `\\w`, `\\d` and `\\s` are
+ASCII only, and `(?P=name)`, `(?=...)`, `(?!...)`, `(?<=...)` and `\\1` do not exist.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import PolicyError
+import re2
 
-with warnings.catch_warnings():
-    # sre_parse is the documented-deprecated alias of re._parser, which has no type stubs.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import sre_constants as c
-    import sre_parse
+from runtime.errors import PolicyError
 
 MAX_TARGET_LENGTH = 4_096
 # Room for an escaped target of the longest length that can match (escaping at most doubles
 # it), so a remembered rule always loads again.
 MAX_PATTERN_LENGTH = 2 * MAX_TARGET_LENGTH + 100
-# Variable repeats that can trade characters with each other (`.*.*`, `a*a*`) make the worst
-# case a polynomial in the target length whose degree is the length of such a chain. Two is
-# fast for 4 KiB targets (milliseconds); three already takes seconds.
-MAX_AMBIGUOUS_CHAIN = 2
+# RE2's memory budget for one compiled pattern; a pattern that needs more is refused at load.
+MAX_PATTERN_MEMORY = 8 << 20
 
-_REPEATS = (c.MAX_REPEAT, c.MIN_REPEAT)
-_POSSESSIVE = (c.POSSESSIVE_REPEAT,)
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # the error is ours to report (a PolicyError), not stderr's
+    options.max_mem = MAX_PATTERN_MEMORY
+    return options
 
 
 @dataclass(frozen=True)
 class SafePattern:
-    """A compiled allow-pattern that passed the backtracking check."""
+    """A compiled allow-pattern (RE2: linear time in the target)."""
 
     source: str
-    regex: re.Pattern[str]
+    regex: Any  # re2's compiled pattern
 
     def matches(self, target: str) -> bool:
         return len(target) <= MAX_TARGET_LENGTH and self.regex.fullmatch(target) is not None
 
 
 def exact_pattern(target: str) -> str:
-    """The pattern that an "always allow" stores: this target and nothing else."""
+    """The pattern that an "always allow" stores: this target and nothing else. (Python's
+    escaping; every escape it writes is one RE2 reads the same way.)"""
     return re.escape(target)
 
 
@@ -65,185 +66,18 @@ def compile_pattern(
             f"pattern longer than {MAX_PATTERN_LENGTH} characters", path=path, field=field
         )
     try:
-        regex = re.compile(source)
-    except re.error as exc:
-        raise PolicyError(f"not a valid regex ({exc}): {source!r}", path=path, field=field) from exc
-    risk = backtracking_risk(source)
-    if risk:
+        regex = re2.compile(source, options=_options())
+    except re2.error as exc:
         raise PolicyError(
-            f"pattern {source!r} refused: {risk}; rewrite it without that construct",
+            f"not a pattern RE2 can run ({_reason(exc)}): {source!r}; back-references and "
+            "lookaround are not supported",
             path=path,
             field=field,
-        )
+        ) from None
     return SafePattern(source=source, regex=regex)
 
 
-def backtracking_risk(source: str) -> str | None:
-    """Why `source` could backtrack catastrophically, or None when its shape is safe."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            parsed = sre_parse.parse(source)
-    except re.error as exc:
-        return f"not a valid regex ({exc})"
-    try:
-        _Scan().items(parsed, in_repeat=False)
-    except _Risky as exc:
-        return str(exc)
-    if _ambiguous_chain(parsed) > MAX_AMBIGUOUS_CHAIN:
-        return f"more than {MAX_AMBIGUOUS_CHAIN} wildcards that can match the same text in a row"
-    return None
-
-
-class _Risky(Exception):
-    """Internal: carries the reason out of the recursive scan."""
-
-
-class _Scan:
-    def items(self, items: Any, *, in_repeat: bool) -> None:
-        for op, av in items:
-            if op in _REPEATS:
-                self.repeat(av, in_repeat=in_repeat)
-            elif op in _POSSESSIVE:
-                # A possessive repeat never gives back what it matched: no backtracking into it.
-                self.items(av[2], in_repeat=False)
-            elif op is c.SUBPATTERN:
-                self.items(av[3], in_repeat=in_repeat)
-            elif op is c.ATOMIC_GROUP:
-                self.items(av, in_repeat=False)
-            elif op is c.BRANCH:
-                for branch in av[1]:
-                    self.items(branch, in_repeat=in_repeat)
-            elif op in (c.ASSERT, c.ASSERT_NOT):
-                self.items(av[1], in_repeat=in_repeat)
-            elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
-                raise _Risky("back-references can take exponential time")
-
-    def repeat(self, av: Any, *, in_repeat: bool) -> None:
-        _low, high, body = av
-        many = high > 1
-        if many and in_repeat:
-            raise _Risky("a repeat nested inside another repeat, like (a+)+")
-        if many and _has_overlapping_branch(body):
-            raise _Risky("a repeated alternation whose branches can start with the same text")
-        self.items(body, in_repeat=in_repeat or many)
-
-
-def _has_overlapping_branch(body: Any) -> bool:
-    """True when an alternation directly under a repeat has branches that may start alike.
-
-    Only branches that each start with a distinct literal character are accepted: anything
-    wider (a class, an optional first item, a nested group) is treated as overlapping.
-    """
-    for op, av in body:
-        if op is c.SUBPATTERN and _has_overlapping_branch(av[3]):
-            return True
-        if op is c.BRANCH:
-            firsts: list[int] = []
-            for branch in av[1]:
-                if len(branch) == 0 or branch[0][0] is not c.LITERAL:
-                    return True
-                firsts.append(branch[0][1])
-            if len(set(firsts)) != len(firsts):
-                return True
-        # sre_parse folds `a|b` into IN [a, b] and `ab|ac` into `a(?:b|c)`: both are safe.
-    return False
-
-
-# Character sets are approximated over Latin-1: enough to tell `\S` from a space or `[^/]`
-# from a slash, which is what decides whether two wildcards can trade characters.
-_UNIVERSE = frozenset(range(256))
-
-
-def _ambiguous_chain(items: Any) -> int:
-    """The longest run of variable repeats that can hand characters to one another.
-
-    A mandatory item that none of the run's repeats can match (the space in `\\S+ \\S+`) pins
-    the boundary and starts a new run; optional content never pins anything.
-    """
-    longest = 0
-    chain = 0
-    union: frozenset[int] = frozenset()
-    for kind, chars in _events(items, optional=False):
-        if kind == "repeat":
-            if chain and chars & union:
-                chain += 1
-                union |= chars
-            else:
-                chain, union = 1, chars
-            longest = max(longest, chain)
-        elif kind == "fixed" and not chars & union:
-            chain, union = 0, frozenset()
-    return longest
-
-
-def _events(items: Any, *, optional: bool) -> Any:
-    for op, av in items:
-        if op in _REPEATS or op in _POSSESSIVE:
-            low, high, body = av
-            if low != high and high > 1 and op not in _POSSESSIVE:
-                yield "repeat", _chars_of(body)
-            elif low == 0:
-                yield from _events(body, optional=True)
-            else:
-                yield from _events(body, optional=optional)
-        elif op is c.SUBPATTERN:
-            yield from _events(av[3], optional=optional)
-        elif op is c.BRANCH:
-            for branch in av[1]:
-                yield from _events(branch, optional=True)
-        elif op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN, c.CATEGORY):
-            yield ("soft" if optional else "fixed"), _chars_of([(op, av)])
-
-
-def _chars_of(items: Any) -> frozenset[int]:
-    """The Latin-1 characters that the first item of `items` can match (all, if unknown)."""
-    if len(items) != 1:
-        return _UNIVERSE
-    op, av = items[0]
-    if op is c.LITERAL:
-        return frozenset({av})
-    if op is c.NOT_LITERAL:
-        return _UNIVERSE - {av}
-    if op is c.ANY:
-        return _UNIVERSE - {ord("\n")}
-    if op is c.CATEGORY:
-        return frozenset(x for x in _UNIVERSE if _in_category(av, chr(x)))
-    if op is c.IN:
-        return frozenset(x for x in _UNIVERSE if _in_class(av, chr(x)))
-    return _UNIVERSE
-
-
-def _in_class(entries: Any, char: str) -> bool:
-    negate = False
-    hit = False
-    for kind, av in entries:
-        if kind is c.NEGATE:
-            negate = True
-        elif kind is c.LITERAL:
-            hit = hit or ord(char) == av
-        elif kind in (c.RANGE, c.RANGE_UNI_IGNORE):
-            hit = hit or av[0] <= ord(char) <= av[1]
-        elif kind is c.CATEGORY:
-            hit = hit or _in_category(av, char)
-        else:
-            hit = True
-    return hit != negate
-
-
-def _in_category(category: Any, char: str) -> bool:
-    tests = {
-        c.CATEGORY_DIGIT: char.isdigit(),
-        c.CATEGORY_SPACE: char.isspace(),
-        c.CATEGORY_WORD: char.isalnum() or char == "_",
-    }
-    for positive, negative in (
-        (c.CATEGORY_DIGIT, c.CATEGORY_NOT_DIGIT),
-        (c.CATEGORY_SPACE, c.CATEGORY_NOT_SPACE),
-        (c.CATEGORY_WORD, c.CATEGORY_NOT_WORD),
-    ):
-        if category is positive:
-            return tests[positive]
-        if category is negative:
-            return not tests[positive]
-    return True
+def _reason(exc: Exception) -> str:
+    """RE2's own words for why a pattern does not compile (it gives them as bytes)."""
+    first = exc.args[0] if exc.args else ""
+    return first.decode(errors="replace") if isinstance(first, bytes) else str(first)

@@ -5,7 +5,7 @@ The file maps a tool name to its allow-patterns, as the original mnemara wrote i
     {"Bash": ["git\\\\ status"], "Write": ["/home/me/notes/todo\\\\.md"]}
 
 Loading refuses the whole file (PolicyError naming it and the field) when it is not JSON,
-not that shape, or holds a pattern that is invalid or could backtrack badly: a policy that
+not that shape, or holds a pattern RE2 cannot run (patterns.py): a policy that
 cannot be read completely is not used at all. Saving takes an exclusive lock on a sibling
 `.lock` file, re-reads the file under it, merges and writes atomically, so two processes
 answering "always" at the same moment both keep their rule. The lock is a separate file

@@ -1,33 +1,29 @@
-"""Allow-patterns: full match, exact remembering, and refusing shapes that backtrack badly."""
+"""Allow-patterns: full match, exact remembering, RE2 evaluation whatever the pattern."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
 from runtime.errors import PolicyError
-from runtime.policy.patterns import (
-    MAX_TARGET_LENGTH,
-    backtracking_risk,
-    compile_pattern,
-    exact_pattern,
-)
+from runtime.policy.patterns import MAX_TARGET_LENGTH, compile_pattern, exact_pattern
 
-CATASTROPHIC = [
+# Shapes that backtrack catastrophically on a backtracking engine (Python's `re` took 4.6 s
+# on `^(a+)+$` and a 27-character command, checklist #14; 8.7 s on `(a?){26}a{26}`). RE2
+# runs each in time linear in the target, so they load and are simply matched.
+CATASTROPHIC_ELSEWHERE = [
     "(a+)+",
+    "^(a+)+$",
     "(a*)*b",
     "(?:x+x+)+y",
     r"(\w+\s?)+$",
     "(a|aa)+",
     "(a|a)*",
     "(.*a){3,}",
-    r"(a)\1+",
-    "(?P<x>a)(?P=x)",
     ".*.*.*x",
     "a*a*a*b",
     ".{0,999}.{0,999}.{0,999}!",
     "git .* .* .*",
+    "(a?){26}a{26}",
 ]
 
 SAFE = [
@@ -38,34 +34,33 @@ SAFE = [
     r"\S+ \S+ \S+ \S+",
     "[^/]*/[^/]*/[^/]*",
     "(foo|bar)+",
-    "(?>a+)+",
-    "a++b",
     r"\d+\.\d+\.\d+",
     "git (add|commit) .*",
 ]
 
+# What RE2 does not do (it would need backtracking): refused at load, naming the field.
+NOT_RE2 = [r"(a)\1+", "(?P<x>a)(?P=x)", "a(?=b)", "a(?!b)", "(?<=a)b", "(?>a+)+", "a++b"]
 
-@pytest.mark.parametrize("source", CATASTROPHIC)
-def test_catastrophic_patterns_are_refused(source: str) -> None:
-    assert backtracking_risk(source) is not None
+
+@pytest.mark.parametrize("source", CATASTROPHIC_ELSEWHERE + SAFE)
+def test_every_pattern_runs_on_re2(source: str) -> None:
+    pattern = compile_pattern(source)
+    assert type(pattern.regex).__module__.startswith("re2")  # linear time, by construction
+
+
+def test_a_pattern_that_backtracks_elsewhere_matches_correctly_here() -> None:
+    pattern = compile_pattern("(a?){26}a{26}")
+    assert pattern.matches("a" * 26) and pattern.matches("a" * 52)
+    assert not pattern.matches("a" * 25) and not pattern.matches("a" * 53)
+    hostile = compile_pattern("^(a+)+$")
+    assert not hostile.matches("a" * 26 + "!") and hostile.matches("a" * 27)
+
+
+@pytest.mark.parametrize("source", NOT_RE2)
+def test_what_re2_cannot_run_is_refused_naming_the_field(source: str) -> None:
     with pytest.raises(PolicyError) as info:
         compile_pattern(source, field="Bash[0]")
-    assert info.value.field == "Bash[0]"
-
-
-@pytest.mark.parametrize("source", SAFE)
-def test_ordinary_patterns_are_accepted(source: str) -> None:
-    assert backtracking_risk(source) is None
-    compile_pattern(source)
-
-
-@pytest.mark.parametrize("source", SAFE)
-def test_accepted_patterns_stay_fast_on_hostile_targets(source: str) -> None:
-    pattern = compile_pattern(source)
-    started = time.perf_counter()
-    for filler in ("a", " ", "/", "1.", "ab"):
-        pattern.matches(filler * (MAX_TARGET_LENGTH // len(filler)) + "\x00")
-    assert time.perf_counter() - started < 1.0
+    assert info.value.field == "Bash[0]" and "RE2" in str(info.value)
 
 
 @pytest.mark.parametrize("source", ["", "(", "[a-", "a" * 9_000])

@@ -19,7 +19,7 @@ CORRUPT = [
     ("string-value", '{"Bash": "git status"}'),
     ("number-in-list", '{"Bash": [1]}'),
     ("bad-regex", '{"Bash": ["("]}'),
-    ("catastrophic", '{"Bash": ["(a+)+"]}'),
+    ("back-reference", r'{"Bash": ["(a)\\1"]}'),
     ("empty-pattern", '{"Bash": [""]}'),
     ("empty-tool", '{"": ["x"]}'),
 ]
