@@ -18,7 +18,7 @@ from panels.host.eventlog import EventLog
 from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked
 from runtime.driver import ToolCallRequest
 from runtime.policy.approver import Answer
-from runtime.policy.display import escape_command_for_display, escape_for_display
+from runtime.policy.display import escape_command_for_display
 from runtime.policy.policy import Verdict
 
 
@@ -88,7 +88,8 @@ class HostAsker:
                 request=ident,
                 tool=verdict.tool,
                 target=escape_command_for_display(verdict.target, max_chars=2_000),
-                reason=escape_for_display(verdict.reason, max_chars=500),
+                # The reason quotes the command's segments: look-alikes escaped there too.
+                reason=escape_command_for_display(verdict.reason, max_chars=500),
                 always_offered=bool(verdict.remember),
                 remember=tuple(
                     escape_command_for_display(t, max_chars=2_000) for t in verdict.remember

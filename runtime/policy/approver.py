@@ -25,7 +25,7 @@ from runtime.debuglog import DebugLog
 from runtime.driver import Decision, ToolCallRequest
 from runtime.errors import PolicyError
 from runtime.policy.context import PolicyContext
-from runtime.policy.display import escape_for_display
+from runtime.policy.display import escape_command_for_display, escape_for_display
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, Verdict, decide
 from runtime.policy.rules import remember_targets
@@ -56,16 +56,20 @@ class HeadlessAsker:
 
 
 def prompt_text(verdict: Verdict, *, max_chars: int = 2_000) -> str:
-    """The question an interactive asker shows, with hidden characters made visible."""
+    """The question an interactive asker shows, in printable ASCII: hidden characters and
+    look-alike letters (`ɡit` for `git`) escaped in the command and in the reason that
+    quotes it."""
     lines = [
         f"{verdict.tool} wants to run:",
-        f"  {escape_for_display(verdict.target, max_chars=max_chars)}",
-        f"why asked: {escape_for_display(verdict.reason, max_chars=max_chars)}",
+        f"  {escape_command_for_display(verdict.target, max_chars=max_chars)}",
+        f"why asked: {escape_command_for_display(verdict.reason, max_chars=max_chars)}",
     ]
     choices = "[y]es once / [n]o / [s]ession"
     if verdict.remember:
         lines.append("always would allow exactly:")
-        lines.extend(f"  {escape_for_display(t, max_chars=max_chars)}" for t in verdict.remember)
+        lines.extend(
+            f"  {escape_command_for_display(t, max_chars=max_chars)}" for t in verdict.remember
+        )
         choices += " / [a]lways"
     lines.append(choices)
     return "\n".join(lines)

@@ -22,10 +22,10 @@ from panels.ui.entries import Line, entries
 from runtime.config import InstanceConfig, ToolPolicy
 from runtime.driver import ToolCallRequest
 from runtime.home import InstancePaths
-from runtime.policy.approver import Answer, PolicyApprover
+from runtime.policy.approver import Answer, PolicyApprover, prompt_text
 from runtime.policy.context import PolicyContext
 from runtime.policy.display import escape_command_for_display, escape_for_display
-from runtime.policy.policy import PolicyState
+from runtime.policy.policy import PolicyState, Verdict
 
 LOOK_ALIKES = {
     "\u0261it status": "\\u0261it status",  # LATIN SMALL LETTER SCRIPT G
@@ -81,12 +81,25 @@ async def test_16_look_alike_and_invisible_characters_are_escaped_in_every_promp
         event = events[command]
         assert event is not None, f"{command!r} matched the `git status` pattern"
         repl = question_text(event)
-        modal = Question.of(event).target
+        modal = Question.of(event)
         log_line = " ".join(e.text for e in entries(event) if isinstance(e, Line))
-        for rendered in (repl.splitlines()[1], modal, log_line):
+        for rendered in (repl.splitlines()[1], modal.target, log_line):
             assert shown in rendered, (command, rendered)
             assert "git status" not in rendered.replace(shown, ""), rendered
             assert rendered.isascii(), rendered
+        # The reason quotes the command too ("not allowed by a pattern: `...`"): the whole
+        # question, reason included, is printable ASCII everywhere it is shown.
+        for whole in (repl, modal.reason, log_line):
+            assert whole.isascii(), (command, whole)
+
+
+def test_16_the_runtime_prompt_escapes_look_alikes_in_the_reason_too() -> None:
+    """#16: `prompt_text` (the runtime's own question) escapes the target, the reason that
+    quotes it and the "always" rules alike."""
+    verdict = Verdict("ask", "Bash", "not allowed by a pattern: `\u0261it status`",
+                      "\u0261it status", ("\u0261it\\ status",))  # fmt: skip
+    shown = prompt_text(verdict)
+    assert shown.isascii() and shown.count("\\u0261it") == 3, shown
 
 
 def test_16_commands_get_the_strict_form_and_prose_stays_readable() -> None:
