@@ -20,8 +20,10 @@ An entry may hold only for some subcommands (`git rebase -x`), or only before th
 subcommand (`git -c`, but not `git commit -c HEAD`): `GLOBAL`. One check is not a spelling:
 a `git config` that sets a value is `git -c` made permanent, so it asks too.
 
-Left out on purpose: `git -C dir` and `--git-dir` (another repository is only as dangerous
-as its config, and writes to any `.git/config` or hook ask); `pytest --import-mode` and
+Options that move a program elsewhere (`git -C`, `--git-dir`, `--work-tree`, `make -C`, `npm
+--prefix`, `uv --directory`, ...) are risky too: a pattern such as `git .*` was written for
+the panel's own repository, and another directory's repository brings its own config, hooks
+and remotes. Left out on purpose: `pytest --import-mode` and
 `--pyargs` (they change how the project's own tests are imported, not what is loaded);
 `mypy --cache-dir` and other options that only write files (the path checks cover those).
 """
@@ -83,6 +85,9 @@ RISKY_OPTIONS: dict[str, ProgramOptions] = {
                 scope=(GLOBAL,),
             ),
             RiskyOption(("--exec-path",), "runs git's helper programs from another directory",
+                        scope=(GLOBAL,)),
+            RiskyOption(("-C", "--git-dir", "--work-tree"), "runs git on another directory's "
+                        "repository, with that repository's config, hooks and remotes",
                         scope=(GLOBAL,)),
             RiskyOption(("--upload-pack", "--receive-pack"), f"{_RUNS} as the remote's helper"),
             RiskyOption(("--exec",), f"{_RUNS} (rebase: after each commit; push, archive: as "
@@ -207,6 +212,27 @@ RISKY_OPTIONS: dict[str, ProgramOptions] = {
                         "cargo runs"),
             RiskyOption(("--manifest-path",), "builds another package, running its build "
                         "script"),
+        ),
+    ),
+    "uv": ProgramOptions(
+        Grammar(abbreviates=False),
+        (
+            RiskyOption(("--directory", "--project"), "runs the project of another directory, "
+                        "with its scripts and build code"),
+            RiskyOption(("--config-file",), "reads another uv.toml, which can change the "
+                        "indexes packages come from"),
+        ),
+    ),
+    "poetry": ProgramOptions(
+        Grammar(abbreviates=False, values=frozenset("CP")),
+        (RiskyOption(("-C", "--directory", "-P", "--project"), "runs the project of another "
+                     "directory, with its scripts and build code"),),
+    ),
+    "ninja": ProgramOptions(
+        Grammar(abbreviates=False, values=frozenset("Cfjkldt")),
+        (
+            RiskyOption(("-C",), "builds in another directory, running its build rules"),
+            RiskyOption(("-f",), "reads another build file, whose rules ninja runs"),
         ),
     ),
     "go": ProgramOptions(

@@ -22,7 +22,8 @@ from tests.runtime.policy.conftest import Machine, build_machine
 
 PROGRAMS = (
     "pytest", "py.test", "python3? -m pytest", "uv run pytest", "git", "mypy", "tox", "nox",
-    "make", "npm", "yarn", "cargo", "go", "find", "tar", "rg", "scp",
+    "make", "npm", "yarn", "cargo", "go", "find", "tar", "rg", "scp", "uv", "poetry", "ninja",
+    "pnpm",
 )  # fmt: skip
 
 
@@ -60,6 +61,15 @@ RISKY = [
     ("git -c core.pager=evil diff", "`git -c`"),
     ("git --config-env=core.pager=EVIL log", "`git --config-env`"),
     ("git --exec-path=/tmp log", "`git --exec-path`"),
+    ("git -C /elsewhere push", "`git -C`"),
+    ("git -C/elsewhere status", "`git -C`"),
+    ("git --git-dir=/elsewhere/.git log", "`git --git-dir`"),
+    ("git --work-tree /elsewhere add .", "`git --work-tree`"),
+    ("uv --directory /elsewhere run task", "`uv --directory`"),
+    ("uv run --project /elsewhere task", "`uv --project`"),
+    ("poetry -C /elsewhere install", "`poetry -C`"),
+    ("ninja -C /elsewhere", "`ninja -C`"),
+    ("pnpm -C /elsewhere test", "`pnpm -C`"),
     ("git fetch --upload-pack=evil origin", "`git fetch --upload-pack`"),
     ("git fetch --upload-pack evil origin", "`git fetch --upload-pack`"),
     ("git fetch --upl=evil origin", "`git fetch --upload-pack`"),
@@ -128,6 +138,8 @@ def test_risky_options_ask_whatever_the_pattern(
         "pytest -rA",
         "python3 -m pytest -q",
         "uv run pytest -q",
+        "uv sync --locked",
+        "ninja -j4",
         "git status",
         "git commit -c HEAD",
         "git log --oneline -5",
