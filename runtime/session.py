@@ -50,7 +50,6 @@ from runtime.driver import (
     Cost,
     DriverEvent,
     ErrorEvent,
-    ToolCallRequest,
     ToolSpec,
     TurnRequest,
     Usage,
@@ -63,7 +62,6 @@ from runtime.errors import (
 from runtime.guard import halts
 from runtime.guard.guard import Guard, GuardSettings
 from runtime.guard.halts import Halted
-from runtime.guard.lane import lane_read_refusal
 from runtime.guard.records import HaltRecord
 from runtime.guard.settings import BudgetSettings
 from runtime.guard.world import GitProbe, WorkingTree, git_state
@@ -124,7 +122,6 @@ class Session:
         self.cwd = cwd
         self.debug = DebugLog(paths.debug_log)
         self.role = RoleDocSource(Path(config.role_doc_path) if config.role_doc_path else None)
-        self.policy = approver
         if guard is None:
             guard = Guard(approver, GuardSettings(config.limits, config.runtime_sentinel))
         guard.policy = approver
@@ -144,7 +141,6 @@ class Session:
         self.sends = TurnSends()  # queued by the turn in flight, committed with it
         self._unlogged: HaltRecord | None = None  # a halt of the turn in flight, not yet logged
         self._turns = 0
-        self._read_checks = 0
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools = (*build_tools(self), *tools)
 
@@ -181,17 +177,7 @@ class Session:
             return ""
 
     async def check_read(self, path: str) -> str | None:
-        lane = self.guard.lane
-        if lane is not None:
-            refusal = await anyio.to_thread.run_sync(lane_read_refusal, lane, path, self.cwd)
-            if refusal is not None:
-                return f"Lane: {refusal}"
-        self._read_checks += 1
-        call = ToolCallRequest(
-            f"mnemara-read-check-{self._read_checks}", "Read", {"file_path": path}
-        )
-        decision = await self.policy.decide(call)
-        return None if decision.allow else decision.message or "refused by the permission policy"
+        return await self.guard.check_read(path, self.cwd)
 
     async def manifest_text(self) -> str | None:
         enabled = self.config.file_stat_manifest_enabled

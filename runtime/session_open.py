@@ -13,11 +13,11 @@ from runtime.debuglog import DebugLog
 from runtime.driver import AgentDriver, Approver, ToolSpec
 from runtime.guard import halts
 from runtime.guard.guard import Guard
+from runtime.guard.policy import build_policy
 from runtime.guard.world import GitProbe, git_state
 from runtime.home import InstancePaths
 from runtime.memory import open_memory
-from runtime.policy.approver import Asker
-from runtime.policy.setup import build_approver
+from runtime.policy.asking import Asker
 from runtime.session import Session
 from runtime.store import open_turn_store
 
@@ -53,7 +53,7 @@ async def open_session(
     config = load_config(paths.config)
     cwd = cwd or Path.cwd()
     if approver is None:
-        approver = build_approver(paths, config, cwd=cwd, asker=asker)
+        approver = build_policy(paths, config, cwd=cwd, asker=asker)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_turn_store(paths.turns))
         memory = stack.enter_context(open_memory(paths, config, DebugLog(paths.debug_log)))

@@ -17,9 +17,9 @@ import anyio
 from panels.host.eventlog import EventLog
 from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked
 from runtime.driver import ToolCallRequest
-from runtime.policy.approver import Answer
+from runtime.policy.asking import Answer
 from runtime.policy.display import escape_command_for_display
-from runtime.policy.policy import Verdict
+from runtime.policy.verdict import Verdict
 
 
 @dataclass

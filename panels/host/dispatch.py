@@ -29,7 +29,7 @@ from panels.hostdb.control import CommandAnswer
 from peerbus import PeerbusError
 from runtime.errors import MnemaraError
 from runtime.guard.records import HaltRecord
-from runtime.policy.approver import Answer
+from runtime.policy.asking import Answer
 from runtime.session import Session
 
 

@@ -10,23 +10,23 @@ with the keys the team file sets for the panel replacing theirs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from panels.host.asker import HostAsker
 from panels.team import PanelSpec, TeamSpec, merge_limits
 from runtime.config import DEFAULT_MODEL, InstanceConfig, ToolPolicy, load_config, save_config
+from runtime.driver import Approver
 from runtime.guard.guard import GuardSettings
+from runtime.guard.policy import build_policy
 from runtime.home import InstancePaths
-from runtime.policy.approver import PolicyApprover
-from runtime.policy.context import real
-from runtime.policy.setup import build_approver
 from runtime.roledoc import RoleDocSource
 from runtime.store import TurnStore
 
 if TYPE_CHECKING:
     from panels.host.panel import PanelRunner
+    from runtime.policy.containment import Containment
     from runtime.session import Session
 
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class Prepared:
     paths: InstancePaths
     config: InstanceConfig
-    approver: PolicyApprover
+    approver: Approver
     role: Path | None
     created: bool
     guard_settings: GuardSettings
@@ -82,9 +82,15 @@ def overridden(config: InstanceConfig, spec: PanelSpec) -> InstanceConfig:
 
 
 def prepare_panel(
-    spec: PanelSpec, team: TeamSpec, runner: PanelRunner, *, home: Path | None = None
+    spec: PanelSpec,
+    team: TeamSpec,
+    runner: PanelRunner,
+    *,
+    home: Path | None = None,
+    containment: Containment | None = None,
 ) -> Prepared:
-    """Blocking (files): run it in a worker thread."""
+    """Blocking (files): run it in a worker thread. `containment` is what the panel's sandbox
+    contains when its tools run confined (None: unconfined)."""
     paths, created = ensure_instance(spec, home)
     own = load_config(paths.config)
     limits, sentinel = merge_limits(own.limits, own.runtime_sentinel, spec, team=team)
@@ -99,10 +105,15 @@ def prepare_panel(
     # The team's own databases (a foreign bus included) and its team file, whose policy
     # entries widen permissions on the next `up`, are never written by a tool.
     team_files = tuple(p for p in (team.bus_file, team.hostdb_path) if p is not None)
-    approver = build_approver(
-        paths, config, cwd=team.workdir, asker=asker, team_files=team_files, team_file=team.source
+    approver = build_policy(
+        paths,
+        config,
+        cwd=team.workdir,
+        asker=asker,
+        roots=(team.workdir,),  # where the team's panels work: a root for the file tools
+        team_files=team_files,
+        team_file=team.source,
+        team_tools=frozenset(p.tool for p in spec.policy),
+        containment=containment,
     )
-    # The team's working directory is where its panels work: a root for the file tools.
-    context = approver.context
-    approver.context = replace(context, roots=(*context.roots, real(team.workdir)))
     return Prepared(paths, config, approver, spec.role, created, GuardSettings(limits, sentinel))

@@ -57,8 +57,10 @@ async def live(
 ) -> None:
     host, spec = runner.host, runner.spec
     runner.set_state(PanelState.STARTING)
+    sandbox = host.sandbox
+    contained = None if sandbox is None else sandbox.containment(host.team.workdir)
     prepared = await anyio.to_thread.run_sync(
-        lambda: prepare_panel(spec, host.team, runner, home=host.home)
+        lambda: prepare_panel(spec, host.team, runner, home=host.home, containment=contained)
     )
     # The one guard: this life's policy and the instance's settings (with the team's
     # overrides); what it spent and saw in earlier lives is kept.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from panels.hostdb.catalogue import ApprovalAsked
 from panels.repl.terminal import Terminal
-from runtime.policy.approver import Answer
+from runtime.policy.asking import Answer
 from runtime.policy.display import escape_command_for_display
 
 _ANSWERS = {

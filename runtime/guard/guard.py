@@ -38,7 +38,7 @@ import anyio
 
 from runtime.driver import Approver, Cost, Decision, DriverEvent, ToolCallRequest, ToolResult, Usage
 from runtime.guard.budget import BudgetTracker, Spend
-from runtime.guard.lane import RecipientsOf, lane_allows_command, lane_verdict
+from runtime.guard.lane import RecipientsOf, lane_allows_command, lane_read_refusal, lane_verdict
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import BudgetSettings, LimitsConfig
@@ -134,6 +134,7 @@ class Guard:
         self._first_world: WorldState | None = None
         self._first_files: dict[str, str] = {}  # each file's hash when first measured this turn
         self._touched: OrderedDict[str, None] = OrderedDict()
+        self._read_checks = 0
         self.reconfigure(settings)
 
     # -- settings -------------------------------------------------------------------------------
@@ -215,6 +216,30 @@ class Guard:
             if judged is not None:
                 return judged
         return await self.policy.decide(call)
+
+    async def check_read(self, path: str, cwd: Path) -> str | None:
+        """None when the host itself may read `path` for one of the panel's own tools (they
+        run in the host, outside any sandbox); else the refusal the model reads. The tool's
+        call has already passed `decide`: here a halted panel reads nothing, the lane's
+        `readable` comes first, then the policy's strict rules, as for an unconfined Read."""
+        if self.halted is not None:
+            return self.halted.notice()
+        lane = self.lane
+        if lane is not None:
+            where = self._lane_cwd or cwd
+            refusal = await anyio.to_thread.run_sync(lane_read_refusal, lane, path, where)
+            if refusal is not None:
+                return f"Lane: {refusal}"
+        self._read_checks += 1
+        call = ToolCallRequest(
+            f"mnemara-read-check-{self._read_checks}", "Read", {"file_path": path}
+        )
+        policy = self.policy
+        if isinstance(policy, PolicyApprover):
+            decision = await policy.decide(call, outside_sandbox=True)
+        else:
+            decision = await policy.decide(call)
+        return None if decision.allow else decision.message or "refused by the permission policy"
 
     def observe(self, event: DriverEvent) -> None:
         """What the turn reported: spending for the budget, tool outcomes for the sentinel."""

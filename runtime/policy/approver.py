@@ -15,44 +15,26 @@ up to the caps in limits.py, and every panel of the host shares one event loop.
 from __future__ import annotations
 
 from collections import OrderedDict
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 
 from runtime.debuglog import DebugLog
 from runtime.driver import Decision, ToolCallRequest
 from runtime.errors import PolicyError
+from runtime.policy.asking import Answer, Asker, HeadlessAsker
 from runtime.policy.context import PolicyContext
 from runtime.policy.display import escape_command_for_display, escape_for_display
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, Verdict, decide
+
+__all__ = ["Answer", "Asker", "HeadlessAsker", "PolicyApprover", "denial_message", "prompt_text"]
 from runtime.policy.rules import remember_targets
 
 # The live path may consult the approver twice for one call (PreToolUse hook and
 # can_use_tool); a yes-once answer is remembered for that call id so the second check agrees.
 _ANSWERED_CAPACITY = 256
-
-
-class Answer(StrEnum):
-    YES = "yes"
-    NO = "no"
-    ALWAYS = "always"
-    SESSION = "session"
-
-
-class Asker(Protocol):
-    """Puts one `ask` verdict to whoever can answer it."""
-
-    async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer: ...
-
-
-class HeadlessAsker:
-    """No operator is attached: every question is answered no."""
-
-    async def ask(self, call: ToolCallRequest, verdict: Verdict) -> Answer:
-        return Answer.NO
 
 
 def prompt_text(verdict: Verdict, *, max_chars: int = 2_000) -> str:
@@ -116,14 +98,18 @@ class PolicyApprover:
     def state(self) -> PolicyState:
         return self._state
 
-    async def decide(self, call: ToolCallRequest) -> Decision:
+    async def decide(self, call: ToolCallRequest, *, outside_sandbox: bool = False) -> Decision:
+        """Decide `call`, asking when the verdict is `ask`. `outside_sandbox`: the call is
+        carried out by the host itself (our own tools read files there), so the sandbox does
+        not contain it and the strict rules decide."""
         if call.tool_use_id in self._answered:
             return self._finish(call, None, allow=self._answered[call.tool_use_id], asked=True)
-        verdict = await self._decide(call)
+        context = replace(self.context, containment=None) if outside_sandbox else self.context
+        verdict = await self._decide(call, context)
         if verdict.action != "ask":
             return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
         async with self._ask_lock:
-            verdict = await self._decide(call)
+            verdict = await self._decide(call, context)
             if verdict.action != "ask":
                 return self._finish(call, verdict, allow=verdict.action == "allow", asked=False)
             answer = await self._asker.ask(call, verdict)
@@ -137,15 +123,13 @@ class PolicyApprover:
             self._answered.popitem(last=False)
         return self._finish(call, verdict, allow=allowed, asked=True, answer=answer)
 
-    async def _decide(self, call: ToolCallRequest) -> Verdict:
+    async def _decide(self, call: ToolCallRequest, context: PolicyContext) -> Verdict:
         """The pure decision, off the event loop.
 
         Not abandoned when cancelled: the caps in limits.py bound how long it takes, and a
         thread left running would go on resolving paths after its caller had gone.
         """
-        return await anyio.to_thread.run_sync(
-            decide, self._state, call.name, call.input, self.context
-        )
+        return await anyio.to_thread.run_sync(decide, self._state, call.name, call.input, context)
 
     async def _remember(self, tool: str, targets: tuple[str, ...]) -> None:
         if self._rules_path is None:

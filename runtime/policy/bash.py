@@ -21,6 +21,7 @@ from runtime.policy.inspection import Findings, Inspection, canonical_json, judg
 from runtime.policy.limits import MAX_DIRECTORY_CHANGES, command_too_big
 from runtime.policy.ondisk import is_socket
 from runtime.policy.paths import check_path, glob_risk
+from runtime.policy.remote import remote_effects
 from runtime.policy.shell import SimpleCommand, Unparseable, parse_command
 from runtime.policy.writes import path_arguments
 
@@ -39,13 +40,22 @@ def inspect_bash(tool_input: Mapping[str, Any], ctx: PolicyContext) -> Inspectio
     if isinstance(parsed, Unparseable):
         return Inspection(ask=(f"the command cannot be checked: {parsed.reason}",), shown=command)
     cwds = [ctx.cwd]
+    remote: list[str] = []
     for cmd in parsed.commands:
         found.ask.extend(command_hazards(cmd))
+        remote.extend(remote_effects(program_of(cmd), tuple(w.value for w in cmd.words[1:])))
         _check_redirects(cmd, cwds, ctx, found)
         _check_arguments(cmd, cwds, ctx, found)
         _follow_directory_change(cmd, cwds, ctx, found)
     targets = tuple(cmd.canonical for cmd in parsed.commands)
-    return Inspection(targets, tuple(found.deny), tuple(dict.fromkeys(found.ask)), command)
+    return Inspection(
+        targets,
+        tuple(found.deny),
+        tuple(dict.fromkeys(found.ask)),
+        command,
+        written=tuple(found.written),
+        remote=tuple(dict.fromkeys(remote)),
+    )
 
 
 def _check_redirects(

@@ -8,11 +8,16 @@ compare equal to the resolved paths that the checks produce.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.home import InstancePaths
+
+if TYPE_CHECKING:
+    from runtime.policy.containment import Containment
 
 
 def real(path: Path) -> Path:
@@ -48,6 +53,10 @@ class PolicyContext:
                      its `[[panels.policy]]` entries widen permissions on the next `up`
     exec_dirs:       `~/.local/bin` and the absolute directories on PATH; no tool may put a
                      file in one, since a file there runs whenever its name is typed
+    containment:     what the panel's sandbox contains when its tools run confined; None when
+                     they run unconfined (containment.py)
+    cli_scratch:     where the Claude Code CLI keeps its background tasks' output
+                     (`<tmp>/claude-<uid>`), which it reads back itself: readable, never a root
     """
 
     cwd: Path
@@ -61,6 +70,8 @@ class PolicyContext:
     denied_writes: tuple[Path, ...] = ()
     team_file: Path | None = None
     exec_dirs: tuple[Path, ...] = ()
+    containment: Containment | None = None
+    cli_scratch: Path | None = None
 
     @classmethod
     def build(
@@ -77,6 +88,7 @@ class PolicyContext:
         denied_writes: Sequence[Path] = (),
         team_file: Path | None = None,
         search_path: str | None = None,
+        containment: Containment | None = None,
     ) -> PolicyContext:
         """Resolve everything once. `search_path` is PATH as the tools will see it; None
         reads this process's PATH, so a caller that forgets it still guards the real one."""
@@ -99,6 +111,8 @@ class PolicyContext:
             exec_dirs=search_dirs(
                 home, os.environ.get("PATH", "") if search_path is None else search_path
             ),
+            containment=containment,
+            cli_scratch=real(Path(tempfile.gettempdir()) / f"claude-{os.getuid()}"),
         )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runtime.policy.context import PolicyContext
+from runtime.policy.context import PolicyContext, is_under
 from runtime.policy.limits import MAX_INPUT_DEPTH, MAX_NAMED_PATHS, MAX_PATH_CHECKS, MAX_PATH_LENGTH
 from runtime.policy.ondisk import bus_mark, hard_links
 from runtime.policy.paths import PathCheck, Protection, check_path, glob_base, glob_risk
@@ -39,6 +39,10 @@ class Inspection:
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     shown: str = ""  # what the operator is asked about
+    # For a confined panel (containment.py): the paths the call writes, as judged, and what
+    # it does beyond this machine (remote.py).
+    written: tuple[PathCheck, ...] = ()
+    remote: tuple[str, ...] = ()
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Findings:
     deny: list[str] = field(default_factory=list)
     ask: list[str] = field(default_factory=list)
     checks_left: int = MAX_PATH_CHECKS
+    written: list[PathCheck] = field(default_factory=list)
 
     def spend(self) -> bool:
         """Take one path check from the budget; False, and an ask reason, once it is spent."""
@@ -70,6 +75,7 @@ def judge_write(check: PathCheck, found: Findings, *, what: str) -> None:
     """
     if check.device:
         return  # /dev/null, /dev/stdout, /dev/stderr
+    found.written.append(check)
     if check.resolved is None:
         found.ask.append(f"{what} {check.raw!r}, which cannot be resolved ({check.why})")
         return
@@ -129,7 +135,10 @@ def inspect_file_tool(tool: str, tool_input: Mapping[str, Any], ctx: PolicyConte
             check = check_path(glob_base(pattern)[0], ctx, cwd=check.resolved)
     if check.resolved is None:
         return Inspection(ask=(f"{raw!r} cannot be resolved ({check.why})",), shown=raw)
-    if ctx.home_only and not check.inside_roots:
+    # The CLI reads its own background tasks' output back (`<tmp>/claude-<uid>/.../tasks`).
+    scratch = ctx.cli_scratch
+    cli_own = access != "write" and scratch is not None and is_under(check.resolved, scratch)
+    if ctx.home_only and not check.inside_roots and not cli_own:
         found.deny.append(f"{check.resolved} is outside the allowed directories (home only)")
     if access == "write":
         judge_write(check, found, what="writes")

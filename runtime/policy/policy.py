@@ -1,6 +1,10 @@
 """The permission decision: `decide(state, tool, input, ctx) -> Verdict`, allow / ask / deny.
 
-Order of precedence, first match wins:
+For a confined panel (the context carries its `Containment`), a call the sandbox contains is
+allowed and what it cannot contain is asked or denied, unless the operator chose otherwise for
+that tool (a `[[panels.policy]]` entry of the team file, or an instance entry that is not the
+default): containment.py has the table. Otherwise (unconfined, or the operator's own entry),
+order of precedence, first match wins:
 
 1. the tool's mode is `deny`                                   -> deny
 2. the call does what no tool may (write a policy file,
@@ -19,7 +23,8 @@ separates them with commas (`a`, `b`), so a list never reads like a pipeline.
 Modes come from the config entry for the tool; then `mcp__<server>__*`; then the family
 (MultiEdit and NotebookEdit follow Edit, Glob and Grep follow Read); then the built-in
 defaults (Bash ask, Read allow, Write ask, Edit ask, our own `mcp__mnemara__*` tools allow,
-a configured MCP server's tools allow). A tool none of these name is unknown, and asks.
+a configured MCP server's tools allow, Claude Code's bookkeeping tools allow). A tool none of
+these name is unknown, and asks.
 """
 
 from __future__ import annotations
@@ -27,40 +32,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from runtime.config import InstanceConfig, ToolMode
+from runtime.config import InstanceConfig, ToolMode, default_tool_policies
 from runtime.policy.bash import inspect_bash
+from runtime.policy.containment import BOOKKEEPING_TOOLS, decide_contained
 from runtime.policy.context import PolicyContext
 from runtime.policy.inspection import FILE_TOOLS, Inspection, inspect_file_tool, inspect_other
 from runtime.policy.patterns import MAX_TARGET_LENGTH, SafePattern, compile_pattern
 from runtime.policy.rules import RuleSet
+from runtime.policy.verdict import OWN_SERVER, Action, Verdict, mcp_server_of
 
-Action = Literal["allow", "ask", "deny"]
+__all__ = ["Action", "PolicyState", "ToolRule", "Verdict", "decide", "inspect", "mcp_server_of"]
 
-OWN_SERVER = "mnemara"
 ALIASES = {"WriteMemory": f"mcp__{OWN_SERVER}__write_memory"}
 FAMILY = {"MultiEdit": "Edit", "NotebookEdit": "Edit", "Glob": "Read", "Grep": "Read"}
 BUILTIN_MODES: dict[str, ToolMode] = {"Bash": "ask", "Read": "allow", "Write": "ask", "Edit": "ask"}
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The decision on one call. `remember` is what an "always" answer may store (exact
-    targets); it is empty when the call may not be remembered."""
-
-    action: Action
-    tool: str
-    reason: str
-    target: str = ""
-    remember: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class ToolRule:
+    """A tool's mode and patterns. `chosen`: the operator set it (a team file's
+    `[[panels.policy]]` entry, or an instance entry other than the default), so it holds for
+    a confined panel too; a default gives way to what the sandbox contains."""
+
     mode: ToolMode
     patterns: tuple[SafePattern, ...] = ()
     source: str = "default"
+    chosen: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,17 +73,27 @@ class PolicyState:
 
     @classmethod
     def from_config(
-        cls, config: InstanceConfig, remembered: RuleSet | None = None, *, path: Path | None = None
+        cls,
+        config: InstanceConfig,
+        remembered: RuleSet | None = None,
+        *,
+        path: Path | None = None,
+        team_tools: frozenset[str] = frozenset(),
     ) -> PolicyState:
-        """Compile the config's `allowed_tools`; a bad pattern is a PolicyError naming it."""
+        """Compile the config's `allowed_tools`; a bad pattern is a PolicyError naming it.
+        `team_tools` are the tools whose entry came from the team file's `[[panels.policy]]`."""
         configured: dict[str, ToolRule] = {}
+        defaults = set(default_tool_policies())
         for i, entry in enumerate(config.allowed_tools):
             patterns = tuple(
                 compile_pattern(p, path=path, field=f"allowed_tools[{i}].allowed_patterns[{j}]")
                 for j, p in enumerate(entry.allowed_patterns)
             )
             name = ALIASES.get(entry.tool, entry.tool)
-            configured[name] = ToolRule(entry.mode, patterns, source=f"allowed_tools[{i}]")
+            chosen = entry.tool in team_tools or entry not in defaults
+            configured[name] = ToolRule(
+                entry.mode, patterns, source=f"allowed_tools[{i}]", chosen=chosen
+            )
         return cls(
             configured=configured,
             remembered=remembered or RuleSet(),
@@ -112,17 +121,11 @@ class PolicyState:
             return ToolRule(builtin)
         if server == OWN_SERVER:
             return ToolRule("allow", source="mnemara's own tools")
+        if tool in BOOKKEEPING_TOOLS:
+            return ToolRule("allow", source="Claude Code's own bookkeeping")
         if server is not None and server in self.mcp_servers:
             return ToolRule("allow", source=f"mcp__{server}__* (a configured server)")
         return None
-
-
-def mcp_server_of(tool: str) -> str | None:
-    """`server` for `mcp__server__tool`, else None."""
-    if not tool.startswith("mcp__"):
-        return None
-    server, sep, rest = tool[5:].partition("__")
-    return server if sep and server and rest else None
 
 
 def quote_segment(segment: str) -> str:
@@ -145,6 +148,11 @@ def decide(
     rule = state.rule_for(tool)
     if rule is not None and rule.mode == "deny":
         return Verdict("deny", tool, f"{tool} is set to deny ({rule.source})")
+    containment = ctx.containment
+    if containment is not None and (rule is None or not rule.chosen):
+        verdict = decide_contained(tool, tool_input, ctx, containment, state.mcp_servers)
+        if verdict is not None:
+            return verdict
     found = inspect(tool, tool_input, ctx)
     if found.deny:
         return Verdict("deny", tool, "; ".join(found.deny), found.shown)

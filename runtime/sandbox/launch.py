@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.policy.containment import Containment
 from runtime.sandbox.gateway import Gateway, allowed_targets
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import probe
@@ -39,6 +40,18 @@ class Sandbox:
     bwrap: str
     user_home: Path
     state_home: Path | None = None
+
+    def containment(self, cwd: Path) -> Containment:
+        """What a turn in `cwd` can do inside, for the policy (runtime/policy/containment.py):
+        write its working directory and the `writable` areas, read the `readable` ones, use
+        the empty scratch directories plan.py mounts, and reach the listed hosts."""
+        s = self.settings
+        return Containment.of(
+            writable=(cwd, *s.writable),
+            readable=s.readable,
+            scratch=(Path("/tmp"), Path("/var/tmp"), self.user_home),
+            hosts=s.allow_list,
+        )
 
     @contextlib.contextmanager
     def turn(self, *, cli: Path, cwd: Path, env: Mapping[str, str]) -> Iterator[Path]:

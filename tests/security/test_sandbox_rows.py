@@ -23,7 +23,7 @@ from panels.host.demo import EXAMPLE, demo_team, run_demo
 from runtime.claude import ClaudeDriver
 from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies, load_config
 from runtime.driver import Approver, Decision, ToolCallRequest, ToolResult
-from runtime.policy.setup import build_approver
+from runtime.guard.policy import build_policy as build_approver
 from runtime.sandbox import Sandbox, SandboxSettings, probe
 from runtime.sandbox.relay import splice
 from runtime.session_open import open_session

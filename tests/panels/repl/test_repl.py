@@ -19,7 +19,7 @@ from panels.repl.terminal import safe
 from runtime.config import InstanceConfig, save_config
 from runtime.driver import Done, DriverEvent, ErrorEvent, TextDelta, ToolCall, TurnRequest, Usage
 from runtime.home import InstancePaths
-from runtime.policy.approver import Answer
+from runtime.policy.asking import Answer
 from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
 from tests.panels.repl.screen import drive_repl

@@ -12,7 +12,7 @@ from runtime.config import InstanceConfig, ToolPolicy
 from runtime.home import InstancePaths
 from runtime.policy.context import PolicyContext, real
 from runtime.policy.policy import PolicyState, decide
-from runtime.policy.setup import build_approver
+from runtime.guard.policy import build_policy as build_approver
 from runtime.policy.stores import DATABASE_SIBLINGS
 from tests.runtime.policy.conftest import Machine
 
