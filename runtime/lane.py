@@ -7,7 +7,7 @@ A role doc may open with front matter between two lines that are exactly `---`:
     readable: ["**", "/usr/share/doc/**"]
     tools: [Read, Write, Bash, "mcp__mnemara__*"]
     recipients: [reviewer]             # "*" also allows a broadcast
-    commands: ['pytest( -q)?', 'git status']  # Bash patterns allowed without asking
+    commands: ['pytest( -q)?', 'git status']  # the only shell commands the panel may run
     max_turn_tool_calls: 40
     ---
 
@@ -57,7 +57,7 @@ _TYPE_NAMES = {
 # How `describe` shows a key left out, where that is not "(not restricted)".
 _ABSENT = {
     "readable": "(home and working directory only)",
-    "commands": "(none: the policy decides)",
+    "commands": "(not restricted: the policy decides)",
 }
 _LEADING_TAB = re.compile(r"^[ ]*\t")
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")  # lines split at "\n" only, each with its end

@@ -12,10 +12,8 @@ sentinel saw or lift a halt. Its parts, asked in this order:
 4. the sentinel (sentinel.py), when switched on, with the world as measured just before the
    call (world.py), so a change made by any means (a Bash `sed -i` included) counts;
 5. the lane (lane.py), the role doc's front matter as read for this turn (`set_lane`): its
-   denial beats every pattern, mode and "always" rule of the policy, and a Bash command its
-   `commands` cover runs without asking unless the policy's own inspection denies it or
-   finds a hazard (that needs the policy's state: a `PolicyApprover`; with any other policy
-   the lane only denies);
+   denial beats every pattern, mode and "always" rule of the policy; it never allows, so a
+   role doc can narrow what the policy allows but never widen it;
 6. the policy (any `Approver`; a host gives each life the instance's policy).
 
 A halt found anywhere refuses the call before the policy is asked, so an operator is never
@@ -38,7 +36,7 @@ import anyio
 
 from runtime.driver import Approver, Cost, Decision, DriverEvent, ToolCallRequest, ToolResult, Usage
 from runtime.guard.budget import BudgetTracker, Spend
-from runtime.guard.lane import RecipientsOf, lane_allows_command, lane_read_refusal, lane_verdict
+from runtime.guard.lane import RecipientsOf, lane_read_refusal, lane_verdict
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import BudgetSettings, LimitsConfig
@@ -297,8 +295,9 @@ class Guard:
                     self._tell(verdict.record)
 
     async def _judge_lane(self, lane: Lane, call: ToolCallRequest) -> Decision | None:
-        """The lane's decision, or None to leave the call to the policy. Off the event loop:
-        it resolves paths on disk, as the policy does."""
+        """The lane's refusal, or None to leave the call to the policy (a lane only narrows
+        what the policy allows). Off the event loop: it resolves paths on disk, as the policy
+        does."""
         cwd = self._lane_cwd or Path(self._cwd() or Path.cwd())
         judge = partial(
             lane_verdict,
@@ -311,14 +310,7 @@ class Guard:
         verdict = await anyio.to_thread.run_sync(judge)
         if verdict is None:
             return None
-        if verdict.action == "deny":
-            return Decision(allow=False, message=f"Lane: {verdict.message}")
-        policy = self.policy
-        if isinstance(policy, PolicyApprover):
-            check = partial(lane_allows_command, policy.state, policy.context, call)
-            if await anyio.to_thread.run_sync(check):
-                return Decision(allow=True)
-        return None
+        return Decision(allow=False, message=f"Lane: {verdict.message}")
 
     # -- halts ----------------------------------------------------------------------------------
 

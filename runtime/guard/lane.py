@@ -1,4 +1,4 @@
-"""The lane's word on one tool call: deny, allow without asking, or nothing to say. Pure.
+"""The lane's word on one tool call: deny, or nothing to say. Pure.
 
 The guard asks `lane_verdict` after the sentinel and before the policy, so a lane denial
 beats every pattern, mode and "always" rule. The rules, for a role doc's lane
@@ -16,11 +16,13 @@ beats every pattern, mode and "always" rule. The rules, for a role doc's lane
 - `readable` (default: the user's home and the working directory): a Read, Glob, Grep or
   NotebookRead path outside it.
 
-A Bash command every segment of which fully matches a `commands` pattern is "allow": the
-guard runs it without asking unless the policy would deny it or sees a hazard
-(`lane_allows_command`). A command the shell parser refuses (substitutions, here-documents)
-or one with a hazard (`bash -c`, `python -c`, `eval`, env prefixes) is never allowed by the
-lane: its writes cannot be known, so it goes to the policy, which asks.
+- `commands`: a Bash command with a segment that no pattern fully matches, or one the shell
+  parser refuses (substitutions, here-documents), whose segments cannot be known.
+
+A lane only narrows what the permission policy allows; it never widens it. A command every
+segment of which matches `commands` is left to the policy like any other (it asks, or the
+sandbox contains it): so `commands: ['.*']` in a role doc grants nothing the policy does not,
+and a role doc someone else wrote cannot let a panel run what the operator did not allow.
 """
 
 from __future__ import annotations
@@ -34,11 +36,9 @@ from typing import Any, Literal
 from runtime.driver import ToolCallRequest
 from runtime.guard.lanepaths import covered, resolve_target
 from runtime.lane import Lane
-from runtime.policy.commands import DIRECTORY_CHANGES, command_hazards, program_of
-from runtime.policy.context import PolicyContext
+from runtime.policy.commands import DIRECTORY_CHANGES, program_of
 from runtime.policy.limits import command_too_big
 from runtime.policy.paths import glob_base
-from runtime.policy.policy import PolicyState, inspect
 from runtime.policy.shell import SimpleCommand, Unparseable, parse_command
 from runtime.policy.writes import path_arguments
 
@@ -60,9 +60,9 @@ RecipientsOf = Callable[[ToolCallRequest], "tuple[str, ...] | None"]
 
 @dataclass(frozen=True)
 class LaneVerdict:
-    """`deny`: the call is refused with `message`; `allow`: a `commands` pattern covers it."""
+    """`deny`: the call is refused with `message` (the lane never allows: it only narrows)."""
 
-    action: Literal["deny", "allow"]
+    action: Literal["deny"]
     message: str = ""
 
 
@@ -171,34 +171,40 @@ def _file_read(lane: Lane, call: ToolCallRequest, cwd: Path, home: Path) -> Lane
 def _bash(lane: Lane, tool_input: Mapping[str, Any], cwd: Path, home: Path) -> LaneVerdict | None:
     command = tool_input.get("command")
     if not isinstance(command, str) or command_too_big(command) is not None:
+        if lane.commands is not None:
+            return _deny(f"the command cannot be checked against this panel's {_commands(lane)}")
         return None  # the policy asks about it
     parsed = parse_command(command)
     if isinstance(parsed, Unparseable):
-        return None  # its writes cannot be known: never allowed by the lane; the policy asks
-    known = True
+        if lane.commands is not None:
+            return _deny(
+                f"the command cannot be checked against this panel's {_commands(lane)} "
+                f"({parsed.reason}); write it as plain commands"
+            )
+        return None  # its writes cannot be known: the policy asks
     cwds = [cwd]
     for cmd in parsed.commands:
+        if lane.commands is not None and not any(
+            p.matches(cmd.canonical) for p in lane.command_patterns
+        ):
+            return _deny(
+                f"`{cmd.canonical[:200]}` is not one of this panel's {_commands(lane)}; "
+                "this is a fixed rule: run only those, or ask the operator"
+            )
         for raw, glob in bash_writes(cmd):
-            if lane.writable is None:
-                continue
-            if glob:
-                known = False  # where a glob lands is decided by the shell: the policy asks
-                continue
+            if lane.writable is None or glob:
+                continue  # where a glob lands is the shell's to decide: the policy asks
             for each in cwds:
                 target = resolve_target(raw, each, home)
-                if target is None:
-                    known = False
-                elif not covered(target, lane.writable, cwd, home):
+                if target is not None and not covered(target, lane.writable, cwd, home):
                     return _deny(_outside(target, "writable", lane.writable, lane))
-        known = _follow_cd(cmd, cwds, home) and known
-        if command_hazards(cmd):
-            known = False
-    patterns = lane.command_patterns
-    if not known or not patterns or tool_input.get("run_in_background"):
-        return None
-    if all(any(p.matches(cmd.canonical) for p in patterns) for cmd in parsed.commands):
-        return LaneVerdict("allow", f"matches this panel's lane commands ({lane.source})")
+        _follow_cd(cmd, cwds, home)
     return None
+
+
+def _commands(lane: Lane) -> str:
+    shown = _shown(lane.commands or ()) if lane.commands else "none"
+    return f"lane commands ({shown}, in {lane.source})"
 
 
 def bash_writes(cmd: SimpleCommand) -> list[tuple[str, bool]]:
@@ -263,17 +269,6 @@ def _follow_cd(cmd: SimpleCommand, cwds: list[Path], home: Path) -> bool:
         return False
     cwds.append(target)
     return True
-
-
-def lane_allows_command(state: PolicyState, context: PolicyContext, call: ToolCallRequest) -> bool:
-    """Whether a command the lane's `commands` cover may run without asking: the policy does
-    not deny the tool, and its inspection finds nothing to deny or ask about (protected
-    paths, the host's stores, hazards stay the policy's). Resolves paths: run it off the loop."""
-    rule = state.rule_for(call.name)
-    if rule is not None and rule.mode == "deny":
-        return False
-    found = inspect(call.name, call.input, context)
-    return not found.deny and not found.ask
 
 
 def _outside(target: Path, key: str, globs: tuple[str, ...], lane: Lane) -> str:

@@ -79,7 +79,7 @@ def test_an_empty_front_matter_is_a_lane_with_every_key_absent(tmp_path: Path) -
         "readable: (home and working directory only)",
         "tools: (not restricted)",
         "recipients: (not restricted)",
-        "commands: (none: the policy decides)",
+        "commands: (not restricted: the policy decides)",
         "max_turn_tool_calls: (not restricted)",
     ]
 

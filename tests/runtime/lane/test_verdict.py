@@ -233,18 +233,31 @@ COMMANDS = lane_of("writable: ['src/**']\ncommands: ['git status', 'echo [a-z]+(
 
 
 @pytest.mark.parametrize("command", ["git status", "echo hi > src/x.txt", "git status && echo a"])
-def test_commands_every_segment_of_which_matches_are_allowed(work: Path, command: str) -> None:
-    assert verdict(COMMANDS, call("Bash", command=command), work) == LaneVerdict(
-        "allow", "matches this panel's lane commands (role.md)"
-    )
+def test_commands_every_segment_of_which_matches_are_left_to_the_policy(
+    work: Path, command: str
+) -> None:
+    # A lane narrows: a command it names is not allowed by it, only not refused.
+    assert verdict(COMMANDS, call("Bash", command=command), work) is None
 
 
 @pytest.mark.parametrize(
-    "command",
-    ["git status; git push", "git status && ls", "echo $(whoami)", "FOO=1 git status"],
+    ("command", "says"),
+    [
+        ("git status; git push", "`git push` is not one of this panel's lane commands"),
+        ("git status && ls", "`ls` is not one of"),
+        ("FOO=1 git status", "is not one of"),
+        ("echo $(whoami)", "cannot be checked against this panel's lane commands"),
+    ],
 )
-def test_commands_not_wholly_covered_are_left_to_the_policy(work: Path, command: str) -> None:
-    assert verdict(COMMANDS, call("Bash", command=command), work) is None
+def test_commands_not_wholly_covered_are_refused(work: Path, command: str, says: str) -> None:
+    message = denied(verdict(COMMANDS, call("Bash", command=command), work))
+    assert says in message and "role.md" in message
+
+
+def test_an_empty_commands_list_refuses_every_command(work: Path) -> None:
+    lane = lane_of("commands: []")
+    assert "lane commands (none" in denied(verdict(lane, call("Bash", command="ls"), work))
+    assert verdict(lane_of("writable: ['src/**']"), call("Bash", command="ls"), work) is None
 
 
 def test_relative_writes_after_cd_are_judged_from_every_directory(work: Path) -> None:
@@ -285,14 +298,18 @@ async def test_a_lane_denial_beats_an_always_rule(work: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_lane_command_runs_without_asking_but_policy_denials_stand(work: Path) -> None:
+async def test_a_lane_never_widens_what_the_policy_allows(work: Path) -> None:
+    """#28: `commands: ['.*']` in a role doc grants nothing: the policy still asks (and a
+    headless policy's question is a no)."""
     guard = Guard(approver(work), GuardSettings(sentinel=False))
     assert not (await decide(guard, call("Bash", command="git status"))).allow  # headless: asks
+    guard.set_lane(lane_of("commands: ['.*']"), work)
+    for command in ("git status", "touch x", "bash -c id"):
+        refused = await decide(guard, call("Bash", command=command))
+        assert not refused.allow and "Lane" not in (refused.message or ""), command
     guard.set_lane(lane_of("commands: ['git status', 'cat .*']"), work)
-    assert (await decide(guard, call("Bash", command="git status"))).allow
-    # A hazard the policy asks about stays asked (headless: refused).
-    secret = await decide(guard, call("Bash", command="cat ~/.ssh/id_rsa"))
-    assert not secret.allow and "Lane" not in (secret.message or "")
+    narrowed = await decide(guard, call("Bash", command="touch x"))
+    assert not narrowed.allow and "Lane: `touch x` is not one of" in (narrowed.message or "")
 
 
 @pytest.mark.anyio
