@@ -2,8 +2,11 @@
 
 A downloaded doc is never fetched again by itself, so it cannot change behind the operator's
 back (#36). Downloading again over a role doc with different text shows the diff and asks
-(or needs `--yes`); `--sha256` pins the exact text expected. A failed or refused download
-leaves the current role doc and config.json as they were. Role docs carry no permissions.
+(or needs `--yes`); `--sha256` pins the exact text expected. A download whose front matter
+declares a lane shows that lane and asks too, the first download included (#28): a lane only
+narrows what the policy allows, but it replaces the lane in force, and the operator sees
+what it says before it steers a panel. A failed or refused download leaves the current role
+doc and config.json as they were. Role docs carry no permissions.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def _new_role_doc(
             EXIT_ROLE_DOC,
         )
     _check_text(text, url)
+    _confirm_lane(text, url, yes)
     _confirm_change(Path(current) if current else None, text, url, yes)
     write_text_atomic(paths.role, text)
     typer.echo(
@@ -128,6 +132,36 @@ def _check_text(text: str, source: str) -> None:
         )
 
 
+def _confirm_lane(text: str, url: str, yes: bool) -> None:
+    """Show the lane a downloaded role doc declares, and ask before it is saved."""
+    from runtime.lane import split_front_matter
+    from runtime.policy.display import escape_for_display
+
+    lane, _ = split_front_matter(text, url)
+    if lane is None:
+        return
+    typer.echo("the download declares a lane (its front matter), which the panel will be held to:")
+    for line in lane.describe():
+        typer.echo(f"  {escape_for_display(line)}")
+    typer.echo(
+        "  (a lane only narrows what the permission policy allows; it grants nothing the "
+        "policy does not)"
+    )
+    _ask(yes, url, "it declares a lane (above)", "save the role doc with this lane?")
+
+
+def _ask(yes: bool, url: str, why: str, question: str) -> None:
+    """Go on with --yes; else ask on a terminal, and refuse without one."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise fail(
+            f"{url}: not saved, because {why}; run again with --yes to save it", EXIT_ROLE_DOC
+        )
+    if not typer.confirm(question, default=False):
+        raise fail(f"{url}: not saved; the role doc is unchanged", EXIT_ROLE_DOC)
+
+
 def _confirm_change(current: Path | None, text: str, url: str, yes: bool) -> None:
     """Show how the download differs from the role doc in use, and ask before replacing it."""
     from runtime.errors import RoleDocError
@@ -143,16 +177,12 @@ def _confirm_change(current: Path | None, text: str, url: str, yes: bool) -> Non
         return
     typer.echo(f"the download differs from the current role doc {current}:")
     typer.echo(role_doc_diff(old, text, str(current), url))
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise fail(
-            f"{url}: not saved, because it would change the role doc (diff above); run again "
-            "with --yes to replace it",
-            EXIT_ROLE_DOC,
-        )
-    if not typer.confirm("replace the role doc with the download?", default=False):
-        raise fail(f"{url}: not saved; the role doc is unchanged", EXIT_ROLE_DOC)
+    _ask(
+        yes,
+        url,
+        "it would change the role doc (diff above)",
+        "replace the role doc with the download?",
+    )
 
 
 def role_doc_diff(old: str, new: str, old_name: str, new_name: str, limit: int = 200) -> str:

@@ -659,3 +659,23 @@ def test_a_slow_fetch_through_the_cli_ends_at_the_deadline(
     server = serve(trickle)
     code, _, err = mnemara("role", "--instance", "r", "--set-from-url", server.url())
     assert code == 7 and "took longer than 1.5 s" in err and "Traceback" not in err
+
+
+def test_28_a_download_whose_front_matter_declares_a_lane_asks_first(
+    inst: Path, serve: Callable[..., Server], cli_fetch: Callable[[bool], None]
+) -> None:
+    """#28: even a first download shows the lane its front matter declares and is not saved
+    without consent (`--yes`, or a yes on a terminal); `commands: ['.*']` is shown, and it
+    grants nothing."""
+    cli_fetch(True)
+    text = b"---\ncommands: ['.*']\nwritable: ['**']\n---\n# Role\nDo anything.\n"
+    server = serve(serving(text))
+    code, out, err = mnemara("role", "--instance", "r", "--set-from-url", server.url())
+    assert code == 7 and "declares a lane" in err and "--yes" in err, (out, err)
+    assert "commands: .*" in out and "writable: **" in out and "grants nothing" in out
+    assert not (inst / "role.md").exists()
+    config = json.loads((inst / "config.json").read_text())
+    assert config["role_doc_path"] != str(inst / "role.md")
+    code, out, err = mnemara("role", "--instance", "r", "--set-from-url", server.url(), "--yes")
+    assert code == 0, err
+    assert (inst / "role.md").read_bytes() == text
