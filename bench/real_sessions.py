@@ -51,7 +51,7 @@ from runtime.guard.policy import build_policy
 from runtime.guard.sentinel import WorldState
 from runtime.home import InstancePaths
 from runtime.policy.asking import Answer
-from runtime.policy.containment import Containment
+from runtime.policy.context import Containment
 from runtime.policy.verdict import Verdict, mcp_server_of
 
 DEFAULT_SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "real-sessions"

@@ -44,13 +44,11 @@ policy's strict rules decide (policy.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from runtime.policy.bash import inspect_bash
-from runtime.policy.context import PolicyContext, is_under, real
+from runtime.policy.context import Containment, PolicyContext
 from runtime.policy.inspection import (
     FILE_TOOLS,
     Findings,
@@ -79,51 +77,6 @@ COMMAND_TOOLS = frozenset({"Bash", "Monitor"})
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS"})
 MODEL_SERVICE_TOOLS = frozenset({"WebSearch"})  # done by the model service, not on this machine
-
-
-@dataclass(frozen=True)
-class Containment:
-    """What the panel's sandbox lets its tools do, as the policy needs to know it.
-
-    writable: directories a write may land in and persist (the working directory, the
-              team's `writable` areas), resolved
-    readable: directories shown read-only (the team's `readable` areas), resolved
-    scratch:  the sandbox's own empty directories (`/tmp`, `/var/tmp`, the home directory
-              outside the areas above): writable, gone when the turn ends
-    hosts:    hosts commands may reach besides the model endpoint (`[team] network` as a
-              list); empty for "off" and "model", where nothing leaves the machine
-    """
-
-    writable: tuple[Path, ...]
-    readable: tuple[Path, ...] = ()
-    scratch: tuple[Path, ...] = ()
-    hosts: tuple[str, ...] = ()
-
-    @classmethod
-    def of(
-        cls,
-        *,
-        writable: tuple[Path, ...],
-        readable: tuple[Path, ...] = (),
-        scratch: tuple[Path, ...] = (),
-        hosts: tuple[str, ...] = (),
-    ) -> Containment:
-        resolved = (tuple(real(p) for p in paths) for paths in (writable, readable, scratch))
-        w, r, s = resolved
-        return cls(w, r, s, tuple(h.lower() for h in hosts))
-
-    def may_write(self, path: Path) -> bool:
-        """Does a write to (resolved) `path` land somewhere the sandbox lets it write?"""
-        if any(is_under(path, root) for root in self.writable):
-            return True
-        shown = any(is_under(path, root) for root in self.readable)
-        return not shown and any(is_under(path, root) for root in self.scratch)
-
-    def reaches(self, host: str) -> bool:
-        """Is `host` (or `host:port`) on the team's network list?"""
-        host = host.lower()
-        bare = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-        return any(entry in (host, bare) or entry.rsplit(":", 1)[0] == bare for entry in self.hosts)
 
 
 def url_host(tool_input: Mapping[str, Any]) -> str | None:

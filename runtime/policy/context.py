@@ -12,12 +12,8 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from runtime.home import InstancePaths
-
-if TYPE_CHECKING:
-    from runtime.policy.containment import Containment
 
 
 def real(path: Path) -> Path:
@@ -32,6 +28,51 @@ def is_under(path: Path, root: Path) -> bool:
     every time (most of a large command's cost before this).
     """
     return path.parts[: len(root.parts)] == root.parts
+
+
+@dataclass(frozen=True)
+class Containment:
+    """What the panel's sandbox lets its tools do, as the policy needs to know it.
+
+    writable: directories a write may land in and persist (the working directory, the
+              team's `writable` areas), resolved
+    readable: directories shown read-only (the team's `readable` areas), resolved
+    scratch:  the sandbox's own empty directories (`/tmp`, `/var/tmp`, the home directory
+              outside the areas above): writable, gone when the turn ends
+    hosts:    hosts commands may reach besides the model endpoint (`[team] network` as a
+              list); empty for "off" and "model", where nothing leaves the machine
+    """
+
+    writable: tuple[Path, ...]
+    readable: tuple[Path, ...] = ()
+    scratch: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        writable: tuple[Path, ...],
+        readable: tuple[Path, ...] = (),
+        scratch: tuple[Path, ...] = (),
+        hosts: tuple[str, ...] = (),
+    ) -> Containment:
+        resolved = (tuple(real(p) for p in paths) for paths in (writable, readable, scratch))
+        w, r, s = resolved
+        return cls(w, r, s, tuple(h.lower() for h in hosts))
+
+    def may_write(self, path: Path) -> bool:
+        """Does a write to (resolved) `path` land somewhere the sandbox lets it write?"""
+        if any(is_under(path, root) for root in self.writable):
+            return True
+        shown = any(is_under(path, root) for root in self.readable)
+        return not shown and any(is_under(path, root) for root in self.scratch)
+
+    def reaches(self, host: str) -> bool:
+        """Is `host` (or `host:port`) on the team's network list?"""
+        host = host.lower()
+        bare = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        return any(entry in (host, bare) or entry.rsplit(":", 1)[0] == bare for entry in self.hosts)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.policy.containment import Containment
+from runtime.policy.context import Containment
 from runtime.sandbox.gateway import Gateway, allowed_targets
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import probe

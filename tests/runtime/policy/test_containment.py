@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies
-from runtime.policy.containment import Containment
-from runtime.policy.context import PolicyContext
+from runtime.policy.context import Containment, PolicyContext
 from runtime.policy.policy import PolicyState, Verdict, decide
 from tests.runtime.policy.conftest import Machine, build_machine
 
