@@ -61,7 +61,6 @@ def role_doc(body: str) -> str:
         'readable: ["**"]',
         f"tools: [{names}]",
         f"recipients: [{json.dumps(REVIEWER)}]",
-        "commands: []",
         "max_turn_tool_calls: 40",
         "---",
     ]

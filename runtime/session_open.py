@@ -13,7 +13,7 @@ from runtime.debuglog import DebugLog
 from runtime.driver import AgentDriver, Approver, ToolSpec
 from runtime.guard import halts
 from runtime.guard.guard import Guard
-from runtime.guard.policy import build_policy
+from runtime.guard.policy import build_policy, containment_for
 from runtime.guard.world import GitProbe, git_state
 from runtime.home import InstancePaths
 from runtime.memory import open_memory
@@ -53,7 +53,8 @@ async def open_session(
     config = load_config(paths.config)
     cwd = cwd or Path.cwd()
     if approver is None:
-        approver = build_policy(paths, config, cwd=cwd, asker=asker)
+        contained = containment_for(driver, cwd)
+        approver = build_policy(paths, config, cwd=cwd, asker=asker, containment=contained)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_turn_store(paths.turns))
         memory = stack.enter_context(open_memory(paths, config, DebugLog(paths.debug_log)))

@@ -96,3 +96,22 @@ def _placeholder(param: Any, *, usage: bool) -> str:
     if param.nargs != 1:
         name += "..."
     return name if param.required or not usage else f"[{name}]"
+
+
+SANDBOX_HELP = (
+    "auto: confine the panel's tools with bubblewrap when it works here (the default); "
+    "required: refuse to start without it; off: run tools unconfined (every call the strict "
+    "rules ask about is asked)."
+)
+SandboxOpt = Annotated[str, typer.Option("--sandbox", metavar="MODE", help=SANDBOX_HELP)]
+
+
+def sandbox_mode(text: str) -> Any:
+    """The `--sandbox` value as a mode; a usage error (exit 2) for anything else."""
+    from panels.cli.errors import EXIT_USAGE, fail
+    from runtime.sandbox.settings import MODES
+
+    mode = next((m for m in MODES if m == text), None)
+    if mode is None:
+        raise fail(f"--sandbox must be one of {', '.join(MODES)} (got {text!r})", EXIT_USAGE)
+    return mode

@@ -24,7 +24,7 @@ from panels.cli.errors import (
     fail,
     reports_errors,
 )
-from panels.cli.options import check_output
+from panels.cli.options import SandboxOpt, check_output, sandbox_mode
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
@@ -139,6 +139,7 @@ def rehearse(
             help="Append one JSON line per model request (usage, cache) to this file.",
         ),
     ] = None,
+    sandbox: SandboxOpt = "auto",
 ) -> None:
     """Talk to an instance with the model replaced by a script or a recorded cassette.
 
@@ -148,6 +149,7 @@ def rehearse(
     from panels.cli.cassette import run_cassette, write_script
     from panels.cli.record import refuse_existing
 
+    mode = sandbox_mode(sandbox)
     if (script is None) == (cassette is None):
         raise fail("give exactly one of --script FILE or --cassette FILE", EXIT_USAGE)
     if to_script is not None:
@@ -161,9 +163,9 @@ def rehearse(
     if log is not None:
         check_output(log)
     if cassette is not None:
-        run_cassette(instance, cassette, prompt or [], log, rehearse=_rehearse)
+        run_cassette(instance, cassette, prompt or [], log, rehearse=_rehearse, sandbox=mode)
     elif script is not None:
-        run_rehearsal(instance, script, panel, prompt or [], log)
+        run_rehearsal(instance, script, panel, prompt or [], log, mode)
 
 
 def run_rehearsal(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from panels.cli.errors import EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
-from panels.cli.options import InstanceOpt
+from panels.cli.options import InstanceOpt, SandboxOpt, sandbox_mode
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -54,15 +54,7 @@ def run(
             "peer_poll_watermark or the table's highest id, as the original does.",
         ),
     ] = False,
-    sandbox: Annotated[
-        str,
-        typer.Option(
-            "--sandbox",
-            metavar="MODE",
-            help="auto: confine the panel's tools with bubblewrap when it works here (the "
-            "default); required: refuse to start without it; off: run tools unconfined.",
-        ),
-    ] = "auto",
+    sandbox: SandboxOpt = "auto",
 ) -> None:
     """Run an instance as a team of one and talk to it (its peer_poll settings work too).
 
@@ -78,11 +70,8 @@ def run(
     from panels.repl.face import run_solo
     from runtime.home import InstancePaths
     from runtime.policy.rules import load_rules
-    from runtime.sandbox.settings import MODES
 
-    mode = next((m for m in MODES if m == sandbox), None)
-    if mode is None:
-        raise fail(f"--sandbox must be one of {', '.join(MODES)} (got {sandbox!r})", EXIT_USAGE)
+    mode = sandbox_mode(sandbox)
     if panel is not None and rehearsal is None:
         raise fail(
             "--panel chooses a panel of a rehearsal script: give --rehearsal FILE", EXIT_USAGE

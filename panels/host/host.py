@@ -125,7 +125,6 @@ class Host:
         self.digests: DigestService
         self.rehearsal: RehearsalServer | None = None
         self.sandbox_note = ""  # what confines the panels' tools, said once at start
-        self.sandbox: Sandbox | None = None  # the panels' sandbox; None: tools run unconfined
 
     # -- the life of the host ----------------------------------------------------------------
 
@@ -217,7 +216,7 @@ class Host:
         if self._drivers is not None:
             return self._drivers
         marker = marker_env(self.team.state_dir, self.life)
-        sandbox = self.sandbox = await anyio.to_thread.run_sync(self._sandbox)
+        sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
             return claude_drivers(marker=marker, sandbox=sandbox)
         from runtime.rehearsal import RehearsalServer, load_script
@@ -255,7 +254,6 @@ class Host:
             approvals=Approvals(),
             watch=BusWatch(bus, operator_bus, recheck=self.bus_recheck),
             drivers=drivers,
-            sandbox=self.sandbox,
             slots=anyio.CapacityLimiter(self.team.max_concurrent_turns),
             home=self._home,
             redeliver_failed_input=self.redeliver_failed_input,

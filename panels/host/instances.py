@@ -26,7 +26,7 @@ from runtime.store import TurnStore
 
 if TYPE_CHECKING:
     from panels.host.panel import PanelRunner
-    from runtime.policy.containment import Containment
+    from runtime.policy.context import Containment
     from runtime.session import Session
 
 

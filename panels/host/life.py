@@ -41,6 +41,7 @@ from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkippe
 from panels.team import PanelSpec
 from peerbus import BusBackend, Claim, read_original_watermark
 from runtime.driver import ToolSpec
+from runtime.guard.policy import containment_for
 from runtime.home import InstancePaths
 from runtime.session import Session
 from runtime.session_open import open_session
@@ -57,8 +58,8 @@ async def live(
 ) -> None:
     host, spec = runner.host, runner.spec
     runner.set_state(PanelState.STARTING)
-    sandbox = host.sandbox
-    contained = None if sandbox is None else sandbox.containment(host.team.workdir)
+    driver = host.drivers(spec)
+    contained = containment_for(driver, host.team.workdir)
     prepared = await anyio.to_thread.run_sync(
         lambda: prepare_panel(spec, host.team, runner, home=host.home, containment=contained)
     )
@@ -69,7 +70,7 @@ async def live(
         session = await stack.enter_async_context(
             open_session(
                 spec.instance,
-                driver=host.drivers(spec),
+                driver=driver,
                 approver=prepared.approver,
                 home=host.home,
                 cwd=host.team.workdir,

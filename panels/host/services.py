@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -23,9 +22,6 @@ from panels.team import PanelSpec, TeamSpec
 from peerbus import BusBackend, Message
 from runtime.driver import AgentDriver
 from runtime.memory import Memory
-
-if TYPE_CHECKING:
-    from runtime.sandbox import Sandbox
 
 DriverFactory = Callable[[PanelSpec], AgentDriver]
 
@@ -56,8 +52,6 @@ class HostServices:
     shared_memory: Memory | None = None
     # The team's message graph and its loop rules (loopwatch.py); None: not watched.
     loops: LoopWatch | None = None
-    # The panels' sandbox, which their policy relies on; None: their tools run unconfined.
-    sandbox: Sandbox | None = None
 
 
 @dataclass

@@ -19,10 +19,16 @@ from runtime.debuglog import DebugLog
 from runtime.home import InstancePaths, mnemara_home
 from runtime.policy.approver import PolicyApprover
 from runtime.policy.asking import Asker, HeadlessAsker
-from runtime.policy.containment import Containment
-from runtime.policy.context import PolicyContext
+from runtime.policy.context import Containment, PolicyContext
 from runtime.policy.policy import PolicyState
 from runtime.policy.rules import load_rules
+
+
+def containment_for(driver: object, cwd: Path) -> Containment | None:
+    """What the sandbox of `driver` contains for turns in `cwd`: a driver that confines its
+    turns carries its `sandbox` (runtime/claude's ClaudeDriver); any other runs unconfined."""
+    sandbox = getattr(driver, "sandbox", None)
+    return None if sandbox is None else sandbox.containment(cwd)
 
 
 def build_policy(

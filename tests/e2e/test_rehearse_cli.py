@@ -100,10 +100,14 @@ def test_the_coder_example_script_rehearses_a_refused_bash_call(
     paths.root.mkdir()
     save_config(paths.config, InstanceConfig())
     TurnStore.open(paths.turns).close()
-    result = CliRunner().invoke(
-        app,
-        ["rehearse", "-i", "coder-try", "--script", str(example), "--prompt", "run the tests"],
-    )
+    args = ["rehearse", "-i", "coder-try", "--script", str(example), "--prompt", "run the tests"]
+    # Unconfined, the Bash call asks, and with --prompt no one answers: refused.
+    result = CliRunner().invoke(app, [*args, "--sandbox", "off"])
     assert result.exit_code == 0, result.output
     assert "> tool: Bash" in result.stdout and "Bash call not run" in result.stdout
     assert "The test run was not approved" in result.stdout
+    # In the sandbox (bubblewrap works here: CI installs it) the sandbox contains the call,
+    # so it runs without asking.
+    result = CliRunner().invoke(app, [*args, "--sandbox", "required"])
+    assert result.exit_code == 0, result.output
+    assert "> tool: Bash" in result.stdout and "Bash call not run" not in result.stdout

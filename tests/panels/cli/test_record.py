@@ -127,7 +127,9 @@ def test_a_changed_role_doc_and_policy_are_reported_as_the_first_divergence(
     cassette = tmp_path / "session.jsonl"
     record(upstream, cassette)
     make_instance("changed", ROLE.replace("engineer", "reviewer"), allow_bash=False)
-    replay = mnemara("rehearse", "-i", "changed", "--cassette", str(cassette))
+    # Unconfined, the policy without the recorded "always" rule asks, and headless refuses
+    # (in the sandbox the same Bash call would run: the sandbox contains it).
+    replay = mnemara("rehearse", "-i", "changed", "--cassette", str(cassette), "--sandbox", "off")
     assert replay.exit_code == 11, replay.output
     found = re.search(
         r"requests: request 0 differs from the recording at byte (\d+) \(in system\[2\]\): "
