@@ -6,12 +6,13 @@ Used by the host when it builds the panels' CLI drivers, and by `rehearse` and
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from panels.errors import HostError
 from panels.team import TeamSpec
 from runtime.home import mnemara_home
-from runtime.sandbox import Sandbox, SandboxUnavailable, probe, sandbox_for
+from runtime.sandbox import Sandbox, SandboxSettings, SandboxUnavailable, probe, sandbox_for
 
 UNCONFINED = "tools run unconfined"
 
@@ -20,7 +21,7 @@ def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | No
     """(the sandbox or None, what confines the tools); a note that starts with UNCONFINED is
     to be shown to the operator. Raises HostError when the team requires a sandbox that
     cannot be built here."""
-    settings = team.sandbox
+    settings = guarded_settings(team)
     try:
         found = sandbox_for(settings, user_home=Path.home(), state_home=home or mnemara_home())
     except SandboxUnavailable as exc:
@@ -32,3 +33,16 @@ def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | No
     if settings.mode == "off":
         return None, f"{UNCONFINED}: the sandbox is turned off"
     return None, f"{UNCONFINED} (with your full rights): {probe().reason}"
+
+
+def guarded_settings(team: TeamSpec) -> SandboxSettings:
+    """The team's sandbox settings with every file the host reads to decide what a panel may
+    do kept read-only inside: each panel's role doc (its front matter narrows the panel's
+    lane; a panel that rewrote a peer's would steer the peer) and the rehearsal script."""
+    files = [spec.role for spec in team.panels if spec.role is not None]
+    if team.rehearsal is not None:
+        files.append(team.rehearsal)
+    known = team.sandbox.read_only
+    return dataclasses.replace(
+        team.sandbox, read_only=(*known, *(f for f in files if f not in known))
+    )

@@ -81,8 +81,10 @@ def solo_team(
         take_over_original=foreign,
         replay_backlog=replay_backlog,
         # A foreign peer table is hidden from the tools: a command that wrote it could forge
-        # a sender.
+        # a sender. The role doc is read-only inside: its front matter narrows the lane.
         sandbox=SandboxSettings(
-            mode=sandbox, masked=foreign_bus_files(config.peer_db_path if foreign else None)
+            mode=sandbox,
+            masked=foreign_bus_files(config.peer_db_path if foreign else None),
+            read_only=(Path(config.role_doc_path),) if config.role_doc_path else (),
         ),
     )

@@ -15,11 +15,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.policy.context import Containment
 from runtime.sandbox.gateway import Gateway, allowed_targets
+from runtime.sandbox.placeholders import Placeholders
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import probe
 from runtime.sandbox.settings import SandboxSettings
@@ -40,6 +41,7 @@ class Sandbox:
     bwrap: str
     user_home: Path
     state_home: Path | None = None
+    placeholders: Placeholders = field(default_factory=Placeholders, compare=False, repr=False)
 
     def containment(self, cwd: Path) -> Containment:
         """What a turn in `cwd` can do inside, for the policy (runtime/policy/containment.py):
@@ -56,6 +58,14 @@ class Sandbox:
     @contextlib.contextmanager
     def turn(self, *, cli: Path, cwd: Path, env: Mapping[str, str]) -> Iterator[Path]:
         """A launcher path to give the SDK as `cli_path` for one turn."""
+        roots = [Path(os.path.realpath(p)) for p in (cwd, *self.settings.writable) if p.is_dir()]
+        home = Path(os.path.realpath(self.user_home))
+        stand_ins = self.placeholders.held([r for r in roots if r != home])
+        with stand_ins, self._launcher(cli=cli, cwd=cwd, env=env) as launcher:
+            yield launcher
+
+    @contextlib.contextmanager
+    def _launcher(self, *, cli: Path, cwd: Path, env: Mapping[str, str]) -> Iterator[Path]:
         work = Path(tempfile.mkdtemp(prefix="mnemara-sandbox-"))
         gateway_dir = work / "gw"
         gateway_dir.mkdir()

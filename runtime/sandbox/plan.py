@@ -8,11 +8,12 @@ What the sandbox sees, in mount order (later mounts cover earlier ones):
 1. the system, read-only: /usr, /bin, /lib*, /etc (minus its password hashes), /opt;
 2. fresh, empty /tmp, /run and HOME (the CLI needs a writable home for its own files), then
    the CLI's own directory and the Python that runs the relay, read-only, wherever they are;
-3. the panel's readable areas read-only, then its working directory and writable areas;
-4. inside those areas: secrets hidden, startup files and git hooks read-only, mnemara's state
-   and every team database hidden, plus what the host names (the team file, a foreign bus);
-5. the CLI's own home when the host gave it one (a rehearsal), writable;
-6. the gateway's sockets and the relay at /run/mnemara.
+3. the panel's readable areas read-only, its working directory and writable areas, and
+   inside them: secrets hidden, startup files and git hooks read-only, mnemara's state and
+   every team database hidden, plus what the host names (role docs, the team file, a foreign
+   bus), each held in place (guards.py says how);
+4. the CLI's own home when the host gave it one (a rehearsal), writable;
+5. the gateway's sockets and the relay at /run/mnemara.
 Nothing else of the machine exists inside: not the rest of the home directory, not
 MNEMARA_HOME, not /var/run's sockets (docker, ssh-agent, gpg-agent).
 """
@@ -20,20 +21,13 @@ MNEMARA_HOME, not /var/run's sockets (docker, ssh-agent, gpg-agent).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from runtime.policy.paths import (
-    CONFIG_SUBDIRS,
-    SECRET_CONFIG_SUBDIRS,
-    SECRET_DIRS,
-    SECRET_FILES,
-    SHELL_STARTUP,
-)
-from runtime.policy.stores import DATABASE_SIBLINGS, TEAM_DATABASES
 from runtime.sandbox.gateway import LIFE_SOCKET, MODEL_SOCKET, PROXY_SOCKET
+from runtime.sandbox.guards import area_mounts
 from runtime.sandbox.settings import SandboxSettings
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -110,11 +104,7 @@ def build_plan(
     args += _programs(cli, python)
     readable = [_real(p) for p in settings.readable if p.exists()]
     writable = [_real(p) for p in (cwd, *settings.writable) if p.exists()]
-    for path in sorted(readable, key=_depth):
-        args += ["--ro-bind", str(path), str(path)]
-    for path in sorted(writable, key=_depth):
-        args += ["--bind", str(path), str(path)]
-    args += _guards([*readable, *writable], writable, settings, user_home, state_home)
+    args += area_mounts(readable, writable, settings, user_home, state_home)
     if cli_home != user_home:
         cli_home.mkdir(parents=True, exist_ok=True)
         args += ["--bind", str(cli_home), str(cli_home)]
@@ -161,52 +151,6 @@ def _programs(cli: Path, python: Path) -> list[str]:
     for path in sorted(extra, key=_depth):
         if not any(path.is_relative_to(d) for d in SYSTEM_DIRS):
             args += ["--ro-bind", str(path), str(path)]
-    return args
-
-
-def _guards(
-    roots: Sequence[Path],
-    writable: Sequence[Path],
-    settings: SandboxSettings,
-    user_home: Path,
-    state_home: Path | None,
-) -> list[str]:
-    """Mounts over what the bound areas contain that a command must not see or change."""
-    hidden: set[Path] = set()
-    frozen: set[Path] = set()
-    for root in roots:
-        for name in SECRET_DIRS:
-            hidden.add(root / name)
-        for name in SECRET_FILES:
-            hidden.add(root / name)
-        for name in SECRET_CONFIG_SUBDIRS:
-            hidden.add(root / ".config" / name)
-        for db in TEAM_DATABASES:
-            hidden.update(root / (db + sibling) for sibling in DATABASE_SIBLINGS)
-    for root in writable:
-        frozen.update(root / name for name in SHELL_STARTUP)
-        frozen.update(root / ".config" / name for name in CONFIG_SUBDIRS)
-        frozen.update((root / ".git" / "hooks", root / ".git" / "config", root / ".local" / "bin"))
-    frozen.update(settings.read_only)
-    hidden.update(settings.masked)
-    if state_home is not None:
-        hidden.add(state_home)
-    hidden.add(user_home / ".claude")
-
-    def inside(path: Path) -> bool:
-        return any(path.is_relative_to(root) for root in roots)
-
-    args: list[str] = []
-    for path in sorted({_real(p) for p in frozen if p.exists()}, key=_depth):
-        if inside(path):
-            args += ["--ro-bind", str(path), str(path)]
-    for path in sorted({_real(p) for p in hidden if p.exists()}, key=_depth):
-        if not inside(path):
-            continue
-        if path.is_dir():
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]
     return args
 
 

@@ -65,3 +65,20 @@ def test_a_required_sandbox_stops_the_host_where_bubblewrap_is_missing(
     quiet = Host(team(tmp_path, ""))
     assert quiet._sandbox() is None
     assert quiet.sandbox_note.startswith("tools run unconfined") and "apt-get" in quiet.sandbox_note
+
+
+def test_every_panel_s_role_doc_and_the_rehearsal_script_are_read_only_inside(
+    tmp_path: Path,
+) -> None:
+    from panels.host.confine import guarded_settings
+
+    for name in ("eng.md", "qa.md", "script.toml"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    text = (
+        '[team]\nname = "t"\nrehearsal = "script.toml"\n'
+        '[[panels]]\nname = "eng"\nrole = "eng.md"\n[[panels]]\nname = "qa"\nrole = "qa.md"\n'
+    )
+    spec = parse_team(text, source=tmp_path / "t.toml", home=tmp_path / "home")
+    guarded = guarded_settings(spec).read_only
+    expected = {tmp_path / n for n in ("t.toml", "eng.md", "qa.md", "script.toml")}
+    assert set(guarded) == expected and len(guarded) == len(expected)
