@@ -48,6 +48,7 @@ from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
 from panels.host.supervisor import supervise
 from panels.host.tickets import Tickets
+from panels.host.unconfined import META_KEY, told
 from panels.host.wakeup import BusWatch
 from panels.hostdb import HostDb, open_hostdb
 from panels.hostdb.catalogue import (
@@ -124,7 +125,10 @@ class Host:
         self.dispatcher: Dispatcher
         self.digests: DigestService
         self.rehearsal: RehearsalServer | None = None
-        self.sandbox_note = ""  # what confines the panels' tools, said once at start
+        # What confines the panels' tools, with what to do when nothing does: in the log and
+        # host.sqlite's meta at start (unconfined.py). A caller that gives its own drivers
+        # may set it before `serve`.
+        self.sandbox_note = ""
 
     # -- the life of the host ----------------------------------------------------------------
 
@@ -231,7 +235,8 @@ class Host:
 
     def _sandbox(self) -> Sandbox | None:
         """The team's sandbox on this machine; sets `sandbox_note` to what it is."""
-        found, self.sandbox_note = team_sandbox(self.team, self._home)
+        found, note = team_sandbox(self.team, self._home)
+        self.sandbox_note = told(note, self.team)
         return found
 
     def _build(
@@ -297,6 +302,7 @@ class Host:
                                 "bus": redact(self.team.bus), "started": str(time.time()),
                                 "operator_bus": self.services.operator_bus.location,
                                 "source": str(self.team.source or ""), **files,
+                                META_KEY: self.sandbox_note,  # every life: none left over
                                 **budget_meta(self.team)})  # fmt: skip
         log = self.services.log
         log.emit(HostStarted(team=self.team.name, bus=redact(self.team.bus), pid=os.getpid(),

@@ -37,6 +37,7 @@ from panels.host.services import HostServices
 from panels.host.states import PanelState
 from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
+from panels.host.unconfined import tools_state
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
 from panels.team import PanelSpec
 from peerbus import BusBackend, Claim, read_original_watermark
@@ -60,6 +61,7 @@ async def live(
     runner.set_state(PanelState.STARTING)
     driver = host.drivers(spec)
     contained = containment_for(driver, host.team.workdir)
+    runner.sandbox = tools_state(driver)  # for the status row: every face says it
     prepared = await anyio.to_thread.run_sync(
         lambda: prepare_panel(spec, host.team, runner, home=host.home, containment=contained)
     )

@@ -92,6 +92,7 @@ class PanelRunner:
         self.window_tokens = 0
         self.waiting = 0
         self.position = 0  # its place in the team file (the host sets it)
+        self.sandbox = ""  # how its tools run (PanelRow.sandbox; each life sets it)
         self.turn: TurnContext | None = None
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
         self.wakeup = Wakeup()
@@ -175,6 +176,7 @@ class PanelRunner:
             waiting=self.waiting,
             position=self.position,
             label=session.config.display_name if session is not None else "",
+            sandbox=self.sandbox,
         )
 
     def _turn_sends(self) -> tuple[bool, int]:

@@ -11,9 +11,11 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
               outcome (text), done_ts, by (who gave it: operator, a watchdog panel...)
     panels    name PK, kind, state, detail, turns, input/output tokens, usd, epoch, inbox,
               updated_ts, dead_letters, and (v4) window_tokens, token_cap, budget_usd,
-              waiting, position (in the team file), label (display_name): the latest
-              status of each panel, rewritten in place (for `ps` and the dashboard)
-    meta      key PK, value: the host's pid, team, bus, start time, the team's budget
+              waiting, position (in the team file), label (display_name), and (v5)
+              sandbox (whether its tools run confined): the latest status of each
+              panel, rewritten in place (for `ps` and the dashboard)
+    meta      key PK, value: the host's pid, team, bus, start time, the team's budget, and
+              `sandbox`, what confines the panels' tools (why not, and what to do)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from panels.errors import HostDbError as HostDbError  # defined there, re-export
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -76,6 +78,7 @@ MIGRATION_STEPS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE panels ADD COLUMN position INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE panels ADD COLUMN label TEXT NOT NULL DEFAULT ''",
     ),
+    5: ("ALTER TABLE panels ADD COLUMN sandbox TEXT NOT NULL DEFAULT ''",),
 }
 
 

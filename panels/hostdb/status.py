@@ -1,9 +1,9 @@
 """Panel status rows (what `ps` and the dashboard show) and the host's meta values.
 
-A viewer may read a file an older host wrote (schema before v4 lacks the window, budget and
-inbox figures, before v3 the dead-letter count) without migrating it (it opens read-only):
-`panel_select` names only the columns the file has, and `panel_from_row` leaves the missing
-ones at their defaults.
+A viewer may read a file an older host wrote (schema before v5 lacks the sandbox, before v4
+the window, budget and inbox figures, before v3 the dead-letter count) without migrating it
+(it opens read-only): `panel_select` names only the columns the file has, and
+`panel_from_row` leaves the missing ones at their defaults.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 from panels.hostdb.schema import write
+
+# `PanelRow.sandbox`: how the panel's tools run. "" is not known: a file an older host wrote,
+# or a driver that starts no tools of its own (a scripted one in tests).
+TOOLS_SANDBOXED = "sandboxed"  # inside bubblewrap (runtime/sandbox/)
+TOOLS_UNCONFINED = "unconfined"  # with the user's full rights; the host's meta `sandbox` says why
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class PanelRow:
     waiting: int = 0  # messages waiting for it on the bus (both routes), not yet claimed
     position: int = 0  # its place in the team file: viewers list panels in this order
     label: str = ""  # the config's display_name (the original's /name), "" for none
+    sandbox: str = ""  # TOOLS_SANDBOXED, TOOLS_UNCONFINED, or "" (not known)
 
 
 _NAMES = [f.name for f in fields(PanelRow)]
