@@ -68,7 +68,9 @@ def up(
     """Start a team's host in the background and open the dashboard on it (on a terminal).
 
     --detach (or no terminal) returns once the host is ready; closing the dashboard leaves
-    the team running. --headless runs the host in the foreground with plain log lines.
+    the team running. --headless runs the host in the foreground with plain log lines. When
+    the panels' tools run unconfined (the sandbox off, or bubblewrap missing), it says so on
+    stderr, with why and what to do.
     """
     import anyio
 
@@ -102,6 +104,9 @@ def up(
                 f"host of team {team.name!r} started (pid {child.pid}); log: {team.log_path}"
             )
             typer.echo(f"  mnemara ps -t {team.name}    mnemara logs -f -t {team.name}")
+            said = _unconfined(team.hostdb_path)
+            if said is not None:  # on the terminal, not only in the log: the tools are loose
+                typer.echo(f"mnemara: warning: {said}", err=True)
             if not detach:
                 _attach_after_up(team.name, team.hostdb_path)
             return
@@ -143,6 +148,21 @@ def _why_it_stopped(log: Path, start: int) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     said = [line.removeprefix("mnemara: ") for line in lines if line.startswith("mnemara: ")]
     return "; ".join(said) or (lines[-1] if lines else "it wrote nothing")
+
+
+def _unconfined(path: Path) -> str | None:
+    """What the host just started says of its sandbox when its panels' tools run unconfined
+    (its note, from host.sqlite), else None."""
+    from panels.host.account import clean
+    from panels.host.unconfined import META_KEY, warning
+    from panels.hostdb import connect, get_meta, read_panels
+
+    conn = connect(path)
+    try:
+        said = warning(get_meta(conn).get(META_KEY, ""), read_panels(conn))
+    finally:
+        conn.close()
+    return None if said is None else clean(said, 400)
 
 
 def _ready(path: Path, life: str) -> bool:
@@ -202,8 +222,10 @@ def down(
 
 @reports_errors
 def ps(team: TeamOpt) -> None:
-    """Panels of a team: state, turns, tokens, spend, inbox."""
-    from panels.host.account import table
+    """Panels of a team: state, turns, tokens, spend, inbox, and whether their tools run in
+    the sandbox (a warning says why not, and what to do)."""
+    from panels.host.account import clean, table
+    from panels.host.unconfined import META_KEY, warning
     from panels.hostdb import get_meta, read_panels
 
     conn = open_host_db(team)
@@ -218,6 +240,9 @@ def ps(team: TeamOpt) -> None:
     typer.echo(f"team {name}: host {running}; bus {meta.get('bus', '?')}")
     for line in table(rows):
         typer.echo(line)
+    said = warning(meta.get(META_KEY, ""), rows)
+    if said is not None:
+        typer.echo(f"warning: {clean(said, 400)}")
 
 
 def _last_lines(conn: Any, count: int, panel: str | None, verbose: bool) -> tuple[list[str], int]:

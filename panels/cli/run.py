@@ -126,8 +126,10 @@ def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) 
     reason is printed after the dashboard closes)."""
     from panels.cli.front import dashboard_over
     from panels.host.account import clean
+    from panels.host.confine import team_sandbox
     from panels.host.host import Host
     from panels.host.thread import HostThread, serve_host
+    from panels.host.unconfined import told
     from panels.hostdb import Logged
     from panels.hostdb.catalogue import PanelGivenUp
     from panels.repl.face import SOLO_RESTARTS
@@ -155,6 +157,8 @@ def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) 
                 redeliver_failed_input=False,  # as the REPL: the operator sees the error at once
                 holder=f"`mnemara run` of instance {team.panels[0].instance!r}",
             )
+            if drivers is not None:  # built here, as the team says: the dashboard says how
+                host.sandbox_note = told(team_sandbox(team)[1], team)
             return await serve_host(host, pid_file=True, task_status=task_status)
 
     dashboard_over(HostThread(work), team.hostdb_path, stopping=f"stopping {team.name}…")

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
+from panels.host.unconfined import badge
 from panels.hostdb import Logged, PanelRow
 from panels.hostdb import catalogue as ev
 from peerbus.render import strip_controls
@@ -197,17 +198,18 @@ def account(events: Iterable[Logged], *, verbose: bool = False) -> list[str]:
 
 
 def table(rows: Sequence[PanelRow]) -> list[str]:
-    """`ps`: one line per panel (tokens and dollars: the panel's session under this host)."""
+    """`ps`: one line per panel (tokens and dollars: the panel's session under this host;
+    tools: sandboxed, UNCONFINED, or - when not known)."""
     head = (
         f"{'panel':<14}{'kind':<10}{'state':<12}{'turns':>6}{'in tok':>10}{'out tok':>9}"
-        f"{'usd':>10}  inbox  dead  detail"
+        f"{'usd':>10}  inbox  dead  {'tools':<11}detail"
     )
     out = [head]
     for r in rows:
         out.append(
             f"{clean(r.name, 13):<14}{clean(r.kind, 9):<10}{clean(r.state, 11):<12}{r.turns:>6}"
             f"{r.input_tokens:>10}{r.output_tokens:>9}{r.usd:>10.4f}  {'on ' if r.inbox else 'off'}"
-            f"  {r.dead_letters:>5}  {clean(r.detail, 60)}"
+            f"  {r.dead_letters:>5}  {badge(r) or '-':<11}{clean(r.detail, 60)}"
         )
     if not rows:
         out.append("(no panels recorded yet: the host has not started them)")

@@ -37,6 +37,7 @@ from panels.host.panel import PanelRunner
 from panels.host.process import release_pid_file, take_pid_file
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory
+from panels.host.unconfined import warning
 from panels.hostdb import HostEvent, verbs
 from panels.hostdb import catalogue as ev
 from panels.repl import commands
@@ -136,6 +137,9 @@ class SoloFace:
                 f"role={self.config.role_doc_path or '(none)'}  (a team of one)\n"
                 "/help lists commands; /quit leaves.\n"
             )
+            said = warning(self.host.sandbox_note, [self.runner.status_row()])
+            if said is not None:  # in the banner: the host's own line is not this panel's
+                self.terminal.write(f"[warning] {safe(said)}\n")
             while not self.given_up:
                 line = await self.terminal.read(PROMPT)
                 if line is None:

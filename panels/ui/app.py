@@ -27,7 +27,9 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerError
 
+from panels.host.account import clean
 from panels.host.procfs import pid_alive
+from panels.host.unconfined import META_KEY, warning
 from panels.hostdb import HostEvent, PanelRow
 from panels.hostdb.verbs import (
     Answer,
@@ -100,6 +102,7 @@ class DashboardApp(OperatorApp):
 
     def compose(self) -> ComposeResult:
         yield Static(Text("connecting…"), id="header")
+        yield Static(Text(""), id="unconfined")  # shown while tools run unconfined
         yield Grid(id="grid")
         yield BusPane(read_only=self.read_only, id="bus")
         yield Static(Text(""), id="notice")
@@ -162,6 +165,8 @@ class DashboardApp(OperatorApp):
             self.main.query_one(BusPane).bus_location = recorded_bus(self.meta) or None
         if changes.panels is not None:
             await self._show_panels(changes.panels)
+        if changes.meta is not None or changes.panels is not None:
+            self._show_unconfined()
         self.running = host_running([logged.event for logged in changes.events], self.running)
         by_panel: dict[str, list[HostEvent]] = defaultdict(list)
         for logged in changes.events:
@@ -196,6 +201,15 @@ class DashboardApp(OperatorApp):
                     pane.focus_target()
             pane.status = row
         self._layout()
+
+    def _show_unconfined(self) -> None:
+        """The warning line under the header while any panel's tools run unconfined: why,
+        and what to do (the host's note, unconfined.py); hidden otherwise."""
+        rows = [p.status for p in self.panes.values() if p.status is not None]
+        said = warning(self.meta.get(META_KEY, ""), rows)
+        line = self.main.query_one("#unconfined", Static)
+        line.update(Text(f"warning: {clean(said, 400)}" if said is not None else ""))
+        line.set_class(said is not None, "shown")
 
     def _layout(self) -> None:
         grid = self.main.query_one("#grid", Grid)

@@ -1,4 +1,5 @@
-"""`PanelPane`: one panel's view: its name, its status line, its transcript, its composer.
+"""`PanelPane`: one panel's view: its name, its status line, its transcript, its composer,
+and on its border whether its tools run in the sandbox.
 
 Attributes down: the app gives the pane its status row (`status`) and its events
 (`show_events`). Messages up: the operator's text leaves as `PanelPane.InputGiven`; the app
@@ -19,8 +20,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from panels.host.account import clean
+from panels.host.unconfined import badge
 from panels.hostdb import HostEvent, PanelRow
 from panels.hostdb.catalogue import Halted, Resumed
+from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED
 from panels.ui.composer import Composer
 from panels.ui.entries import Entry, entries
 from panels.ui.lines import status_line, waiting_line
@@ -90,6 +93,12 @@ class PanelPane(Vertical):
             self.query_one(".pane-title", Static).update(Text(clean(title, 84)))
             self.set_class(row is not None and row.state == "halted", "halted")
             self.set_class(bool(self.waiting), "waiting")
+            # A badge on the border: UNCONFINED (its tools run with the user's full rights;
+            # the app's warning line says why) or a quiet "sandboxed".
+            self.border_title = badge(row) or None
+            tools = "" if row is None else row.sandbox
+            self.set_class(tools == TOOLS_UNCONFINED, "unconfined")
+            self.set_class(tools == TOOLS_SANDBOXED, "sandboxed")
 
     def watch_waiting(self) -> None:
         self.watch_status(self.status)
