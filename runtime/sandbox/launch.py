@@ -84,6 +84,7 @@ class Sandbox:
                 user_home=self.user_home,
                 state_home=self.state_home,
             )
+            write_files(gateway_dir, plan)
             gateway = open_gateway(gateway_dir, plan)
             launcher = work / "claude"
             launcher.write_text(launcher_script(plan), encoding="utf-8")
@@ -100,6 +101,14 @@ def relay_python() -> Path:
     if SYSTEM_PYTHON.exists():
         return SYSTEM_PYTHON
     return Path(os.path.realpath(sys.executable))
+
+
+def write_files(directory: Path, plan: Plan) -> None:
+    """The files the plan binds from the gateway directory (isolate.py's)."""
+    for name, (content, mode) in plan.files.items():
+        written = directory / name
+        written.write_text(content, encoding="utf-8")
+        written.chmod(mode)
 
 
 def open_gateway(directory: Path, plan: Plan) -> Gateway:

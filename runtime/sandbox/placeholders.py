@@ -6,6 +6,11 @@ file and an empty directory while turns run; guards.py binds them read-only like
 ones. A `.git` placeholder also stops `git init` at the root of a working directory, which
 the operator does once instead (the error names the read-only `.git`).
 
+One name cannot be covered: `.git/commondir`, which points git at another directory's config
+and hooks. Git refuses to work when it exists at all, so no stand-in can hold its place. In a
+repository's own `.git` it never belongs, so it is moved aside (`commondir.refused-by-mnemara`)
+before and after every turn, with a warning through Python logging.
+
 One host's turns share the stand-ins: they are made when the first turn starts and removed
 when the last one ends, if still empty. Removing one sooner would lift the bind inside a
 sandbox still running (the kernel detaches mounts on a removed path). A host killed in a turn
@@ -15,12 +20,15 @@ leaves them; the next turn adopts them and removes them when it ends.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 FILES = (".envrc",)
 DIRS = (".git",)
+REFUSED = "commondir.refused-by-mnemara"
+log = logging.getLogger(__name__)
 
 
 class Placeholders:
@@ -35,10 +43,13 @@ class Placeholders:
         with self._lock:
             self._turns += 1
             for root in roots:
+                refuse_commondir(root)
                 self._made.update(_make(root))
         try:
             yield
         finally:
+            for root in roots:
+                refuse_commondir(root)
             with self._lock:
                 self._turns -= 1
                 if self._turns == 0:
@@ -85,3 +96,20 @@ def _remove_if_empty(path: Path) -> None:
             path.rmdir()
         else:
             path.unlink()
+
+
+def refuse_commondir(root: Path) -> Path | None:
+    """Move `root/.git/commondir` aside when `.git` is a repository's own directory (a linked
+    worktree's `.git` is a file, and its commondir lives elsewhere); the path it went to."""
+    git = root / ".git"
+    found = git / "commondir"
+    if git.is_symlink() or not git.is_dir() or not (found.exists() or found.is_symlink()):
+        return None
+    aside = git / REFUSED
+    try:
+        found.replace(aside)
+    except OSError as exc:
+        log.warning("could not move aside %s (it points git elsewhere): %s", found, exc)
+        return None
+    log.warning("moved aside %s, which points git elsewhere: kept as %s", found, aside)
+    return aside

@@ -28,11 +28,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from runtime.sandbox.gateway import LIFE_SOCKET, MODEL_SOCKET, PROXY_SOCKET
 from runtime.sandbox.guards import area_mounts
+from runtime.sandbox.isolate import INSIDE as INSIDE_DIR
+from runtime.sandbox.isolate import ISOLATE, isolate_script, sandbox_user
 from runtime.sandbox.settings import SandboxSettings
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh")
-INSIDE = Path("/run/mnemara")  # where the gateway's sockets and the relay appear
+INSIDE = Path(INSIDE_DIR)  # where the gateway's sockets and the relay appear
 MODEL_PORT = 18080  # loopback ports inside the sandbox's own network namespace
 PROXY_PORT = 18081
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
@@ -73,6 +75,9 @@ class Plan:
     argv: list[str]  # bwrap ... -- python relay ... -- (the CLI's arguments follow)
     endpoint: Endpoint
     allowed: tuple[str, ...]  # what the proxy lets through besides the model endpoint
+    # Files the launcher writes before it starts: name (in the gateway directory, which is
+    # /run/mnemara inside) -> (content, mode).
+    files: dict[str, tuple[str, int]]
 
 
 def build_plan(
@@ -87,16 +92,25 @@ def build_plan(
     settings: SandboxSettings,
     user_home: Path,
     state_home: Path | None,
+    isolate: bool = True,
+    host_uid: int | None = None,
 ) -> Plan:
-    """The command line for one turn; pure apart from checking which paths exist."""
+    """The command line for one turn; pure apart from checking which paths exist.
+
+    `isolate`: run each command of the CLI's in a nested namespace (isolate.py); `host_uid`
+    (default: ours) decides whether the sandbox needs a user of its own (root's does)."""
     endpoint = Endpoint.of(env)
     cli_home = Path(env["HOME"]) if env.get("HOME") else user_home
+    files: dict[str, tuple[str, int]] = {}
     # --die-with-parent ties it to the launcher shell (launch.py says why not to the host's
     # thread); the relay's tie to the turn's gateway (`life=`) ends it with the host.
     args: list[str] = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     args += ["--unshare-cgroup-try"]
     args += _system()
+    if isolate:
+        uid = os.getuid() if host_uid is None else host_uid
+        args += sandbox_user(uid, gateway_dir, files)
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     args += ["--tmpfs", "/var/tmp", "--tmpfs", str(user_home)]
     if cli_home != user_home:
@@ -112,10 +126,13 @@ def build_plan(
         args += _credentials(env, user_home)
     args += ["--ro-bind", str(gateway_dir), str(INSIDE)]
     args += _environment(endpoint, settings)
+    if isolate:
+        files[ISOLATE] = (isolate_script(bwrap, network_off=settings.network == "off"), 0o755)
+        args += ["--setenv", "CLAUDE_CODE_SHELL_PREFIX", str(INSIDE / ISOLATE)]
     args += ["--chdir", str(_real(cwd))]
     routes = _routes(endpoint, settings)
     argv = [*args, "--", str(python), "-I", "-S", str(INSIDE / relay.name), *routes, "--", str(cli)]
-    return Plan(argv, endpoint, settings.allow_list)
+    return Plan(argv, endpoint, settings.allow_list, files)
 
 
 def _real(path: Path) -> Path:

@@ -14,7 +14,7 @@ import pytest
 
 from runtime.sandbox import SandboxSettings, SandboxUnavailable, probe, sandbox_for
 from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
-from runtime.sandbox.launch import RELAY, launcher_script, open_gateway, relay_python
+from runtime.sandbox.launch import RELAY, launcher_script, open_gateway, relay_python, write_files
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import check
 
@@ -189,6 +189,7 @@ def test_a_cli_installed_under_home_or_tmp_still_runs_inside(tmp_path: Path, whe
         user_home=home,
         state_home=None,
     )
+    write_files(gateway, plan)
     opened = open_gateway(gateway, plan)  # the relay refuses to start without its tie
     try:
         done = subprocess.run([*plan.argv, "--flag"], capture_output=True, text=True, timeout=60)
@@ -217,6 +218,7 @@ def stand_in_plan(tmp_path: Path, script: str) -> tuple[Path, Plan]:
         cwd=work, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/p/eng", "HOME": str(home)},
         settings=SandboxSettings(), user_home=home, state_home=None,
     )  # fmt: skip
+    write_files(gateway, plan)
     return work, plan
 
 

@@ -7,12 +7,15 @@ the same launcher a turn uses) and checks the machine's files afterwards.
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from runtime.sandbox import Sandbox, SandboxSettings, probe
+from runtime.sandbox.isolate import SANDBOX_UID, isolate_script, sandbox_user
 
 
 def run_inside(
@@ -193,3 +196,30 @@ echo x > {state}/instances/x && echo "wrote state"
     )
     assert out == "", out
     assert (state / "instances" / "config.json").read_text(encoding="utf-8") == "{}"
+
+
+def test_a_root_host_s_sandbox_runs_as_a_named_user_of_its_own(tmp_path: Path) -> None:
+    files: dict[str, tuple[str, int]] = {}
+    assert sandbox_user(1000, tmp_path, files) == [] and files == {}
+    args = sandbox_user(0, tmp_path, files)
+    uid = args[args.index("--uid") + 1]
+    assert int(uid) <= SANDBOX_UID and args[args.index("--gid") + 1] == uid
+    added = files["passwd"][0].splitlines()[-1].split(":")
+    assert added[0] == "root" and added[2:4] == [uid, uid]
+    assert ["--ro-bind", str(tmp_path / "passwd"), "/etc/passwd"] == args[5:8]
+    script = isolate_script("/usr/bin/bwrap", network_off=True)
+    assert "--unshare-user" in script and "--unshare-net" in script and '-c "$1"' in script
+    assert "--unshare-net" not in isolate_script("/usr/bin/bwrap", network_off=False)
+
+
+def test_inside_the_sandbox_git_knows_who_the_user_is(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    work = repo(home / "proj")
+    out = run_inside(
+        tmp_path,
+        'id -un\n/run/mnemara/isolate "id -un; git -C . rev-parse --is-inside-work-tree"\n',
+        cwd=work,
+        home=home,
+    )
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert out.split() == [me, me, "true"], out
