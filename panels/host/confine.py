@@ -15,6 +15,7 @@ from runtime.home import mnemara_home
 from runtime.sandbox import Sandbox, SandboxSettings, SandboxUnavailable, probe, sandbox_for
 
 UNCONFINED = "tools run unconfined"
+SHARED = "commands share the CLI's namespaces"  # a sandbox that cannot nest (isolate.py)
 
 
 def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | None, str]:
@@ -28,6 +29,13 @@ def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | No
         where = f" in {team.source}" if team.source else ""
         fix = f'set sandbox = "auto" under [team]{where}' if team.source else "--sandbox auto"
         raise HostError(f"{exc}; or {fix} to run unconfined", team=team.name) from None
+    if found is not None and not found.isolate:
+        why = probe().nested_reason
+        return found, (
+            f"tools run in the sandbox ({settings.describe_network()}), but {SHARED}, as a "
+            f"nested sandbox fails here ({why}): a command could reach the CLI's connection "
+            "to the model"
+        )
     if found is not None:
         return found, f"tools run in the sandbox ({settings.describe_network()})"
     if settings.mode == "off":

@@ -29,7 +29,7 @@ import anyio.abc
 
 from panels.host.asker import Approvals
 from panels.host.bustools import bus_tools
-from panels.host.confine import UNCONFINED, team_sandbox
+from panels.host.confine import SHARED, UNCONFINED, team_sandbox
 from panels.host.control import serve_control
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.digests import DigestService
@@ -307,7 +307,7 @@ class Host:
         log = self.services.log
         log.emit(HostStarted(team=self.team.name, bus=redact(self.team.bus), pid=os.getpid(),
                              life=self.life))  # fmt: skip
-        if self.sandbox_note.startswith(UNCONFINED):
+        if self.sandbox_note.startswith(UNCONFINED) or SHARED in self.sandbox_note:
             log.emit(Warned(panel=None, message=self.sandbox_note))
         for lease in leases:
             if lease.stale_owner is not None:

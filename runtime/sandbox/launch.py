@@ -41,6 +41,7 @@ class Sandbox:
     bwrap: str
     user_home: Path
     state_home: Path | None = None
+    isolate: bool = True  # each command in a nested namespace (isolate.py); probed
     placeholders: Placeholders = field(default_factory=Placeholders, compare=False, repr=False)
 
     def containment(self, cwd: Path) -> Containment:
@@ -83,6 +84,7 @@ class Sandbox:
                 settings=self.settings,
                 user_home=self.user_home,
                 state_home=self.state_home,
+                isolate=self.isolate,
             )
             write_files(gateway_dir, plan)
             gateway = open_gateway(gateway_dir, plan)
@@ -144,4 +146,4 @@ def sandbox_for(
         if settings.mode == "required":
             raise SandboxUnavailable(f"the sandbox is required, but {support.reason}")
         return None
-    return Sandbox(settings, support.bwrap, user_home, state_home)
+    return Sandbox(settings, support.bwrap, user_home, state_home, isolate=support.nested)

@@ -2,12 +2,14 @@
 
 Finding `bwrap` on PATH is not enough: containers and hardened kernels can forbid the
 namespaces it needs. So the probe runs the smallest sandbox a turn would use (no network, own
-process ids, all capabilities dropped) and keeps the answer.
+process ids, all capabilities dropped) and keeps the answer; then one inside it, as each
+command's isolation (isolate.py) needs, which some kernels and policies forbid.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -20,6 +22,10 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 class Support:
     bwrap: str | None  # the executable, when it works
     reason: str  # why not, when it does not ("" when it does)
+    # Whether a sandbox can hold a nested one, which keeps commands away from the CLI
+    # (isolate.py); why not, when it cannot.
+    nested: bool = False
+    nested_reason: str = ""
 
     @property
     def available(self) -> bool:
@@ -47,7 +53,28 @@ def check(bwrap: str | None) -> Support:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Support(None, f"{bwrap} could not be run: {exc}")
     if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = said[-1] if said else f"exit status {done.returncode}"
-        return Support(None, f"{bwrap} cannot create a sandbox here: {detail}")
-    return Support(bwrap, "")
+        return Support(None, f"{bwrap} cannot create a sandbox here: {_said(done)}")
+    nested = _nested(bwrap, args)
+    return Support(bwrap, "", nested=not nested, nested_reason=nested)
+
+
+def _nested(bwrap: str, outer: list[str]) -> str:
+    """Why a sandbox cannot start a nested one here, as isolate.py's prefix does ("" when it
+    can). A root host's sandbox runs as a user of its own, as plan.py makes it."""
+    me = ["--unshare-user", "--uid", "59999", "--gid", "59999"] if os.getuid() == 0 else []
+    inner = [bwrap, "--unshare-user", "--unshare-net", "--dev-bind", "/", "/", "true"]
+    try:
+        done = subprocess.run(
+            [*outer, *me, "--proc", "/proc", "--dev", "/dev", "--die-with-parent", *inner],
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{exc}"
+    return "" if done.returncode == 0 else _said(done)
+
+
+def _said(done: subprocess.CompletedProcess[bytes]) -> str:
+    said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return said[-1] if said else f"exit status {done.returncode}"

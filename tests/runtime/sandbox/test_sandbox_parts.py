@@ -319,3 +319,24 @@ def test_killing_the_launcher_ends_the_whole_sandbox(tmp_path: Path) -> None:
         process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def test_where_a_sandbox_cannot_nest_commands_share_the_cli_s_namespaces_and_it_is_said(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "{fake}" ] && {{ echo "bwrap: no nesting" >&2; '
+        "exit 1; }; done\nexit 0\n",
+        encoding="utf-8",
+    )
+    fake.chmod(0o755)
+    support = check(str(fake))
+    assert support.available and not support.nested
+    assert support.nested_reason == "bwrap: no nesting"
+    plan = build_plan(
+        bwrap=str(fake), cli=Path("/usr/lib/claude/claude"), python=Path("/usr/bin/python3"),
+        relay=Path("relay.py"), gateway_dir=tmp_path, cwd=tmp_path, env={},
+        settings=SandboxSettings(), user_home=tmp_path, state_home=None, isolate=False,
+    )  # fmt: skip
+    assert "CLAUDE_CODE_SHELL_PREFIX" not in plan.argv and plan.files == {}
