@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/sandbox.py [--calls 200] [--turns 8]
 
-- per call: a loop of `--calls` runs of `bash -c true`, started from Python inside one
-  sandbox built with a turn's real plan (runtime/sandbox/plan.py), and the same loop outside,
-  side by side in this run; the difference per call is the sandbox's cost to a Bash call.
-  (Commands run inside the CLI's own sandbox: no extra process per call.)
+- per call: a loop of `--calls` commands `true`, started from Python inside one sandbox
+  built with a turn's real plan (runtime/sandbox/plan.py) through the plan's shell prefix,
+  as the CLI runs them (each in a nested namespace: runtime/sandbox/isolate.py), and the
+  same loop outside with `bash -c true`, side by side in this run; the difference per call
+  is the sandbox's cost to a Bash call.
 - per turn: `--turns` whole session turns through the real bundled CLI on the rehearsal
   model, each making one allowed Bash call, alternating unconfined and sandboxed; medians of
   each and their difference (bubblewrap, the relay's Python and the gateway, once a turn).
@@ -31,7 +32,7 @@ PER_CALL_TARGET_MS = 30.0
 LOOP = (
     "import subprocess, sys\n"
     "for _ in range(int(sys.argv[1])):\n"
-    "    subprocess.run(['bash', '-c', 'true'], check=True)\n"
+    "    subprocess.run([*sys.argv[2:], 'true'], check=True)\n"
 )
 
 
@@ -42,8 +43,8 @@ def load() -> str:
 
 def per_call(calls: int) -> None:
     from runtime.sandbox import SandboxSettings, probe
-    from runtime.sandbox.launch import RELAY, relay_python
-    from runtime.sandbox.plan import build_plan
+    from runtime.sandbox.launch import RELAY, relay_python, write_files
+    from runtime.sandbox.plan import INSIDE, build_plan
 
     support = probe()
     if support.bwrap is None:
@@ -66,12 +67,15 @@ def per_call(calls: int) -> None:
             user_home=Path(tmp) / "h",
             state_home=None,
         )
+        write_files(gateway, plan)
         inside = plan.argv[: plan.argv.index("--")]
+        prefix = [str(INSIDE / "isolate")] if "isolate" in plan.files else ["bash", "-c"]
         python = str(relay_python())
         timings: dict[str, float] = {}
         for label, argv in (
-            ("outside", [python, "loop.py", str(calls)]),
-            ("inside", [*inside, "--", python, "loop.py", str(calls)]),
+            ("outside", [python, "loop.py", str(calls), "bash", "-c"]),
+            ("inside", [*inside, "--", python, "loop.py", str(calls), *prefix]),
+            ("shared", [*inside, "--", python, "loop.py", str(calls), "bash", "-c"]),
         ):
             start = time.perf_counter()
             subprocess.run(argv, cwd=work, check=True)
@@ -80,6 +84,11 @@ def per_call(calls: int) -> None:
     print(
         f"per Bash call: {timings['outside']:.2f} ms outside, {timings['inside']:.2f} ms inside, "
         f"extra {extra:+.2f} ms (target < {PER_CALL_TARGET_MS:.0f} ms) {load()}"
+    )
+    nested = timings["inside"] - timings["shared"]
+    print(
+        f"  of which the command's own namespace: {nested:+.2f} ms "
+        f"(inside without the prefix: {timings['shared']:.2f} ms) {load()}"
     )
 
 
