@@ -444,17 +444,24 @@ def python_for(uid: int) -> tuple[str, list[str]]:
     it, else the system's of the same version (a pyenv under root's home is out of reach)."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     packages = [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))]
+    for needed in packages:
+        if not _reachable(Path(needed), uid):
+            raise Unreachable(f"{needed} is not open to other users, so uid {uid} cannot run")
     for candidate in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
         if _reachable(Path(candidate), uid):
             return candidate, packages
-    raise SystemExit(f"escapes: no {version} that uid {uid} can run; install one under /usr")
+    raise Unreachable(f"no {version} that uid {uid} can run; install one under /usr")
+
+
+class Unreachable(SystemExit):
+    """This checkout or its interpreter cannot be reached by the other user."""
 
 
 def _reachable(path: Path, uid: int) -> bool:
-    """Whether every directory on the way to `path` lets others through (a rough check that
-    does not need to switch users)."""
+    """Whether `path` and every directory on the way to it let others through (a rough
+    check that does not need to switch users)."""
     real = Path(os.path.realpath(path))
-    if not real.is_file():
+    if not real.exists():
         return False
     return all(os.stat(d).st_mode & 0o001 for d in real.parents) and bool(
         os.stat(real).st_mode & 0o001

@@ -57,6 +57,9 @@ def test_without_the_sandbox_the_same_attempts_land(escapes: ModuleType, tmp_pat
 @pytest.mark.skipif(os.getuid() != 0, reason="runs as another user from root only")
 def test_no_escape_lands_for_an_unprivileged_user(escapes: ModuleType) -> None:
     pwd.getpwnam("nobody")
-    found = escapes.as_user("nobody", True)
+    try:
+        found = escapes.as_user("nobody", True)
+    except escapes.Unreachable as exc:  # this checkout, not the sandbox: say which
+        pytest.skip(str(exc))
     assert len(found) >= AT_LEAST
     assert landed(found) == []
