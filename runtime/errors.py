@@ -18,6 +18,8 @@ MnemaraError                      root of everything the runtime raises on purpo
 │   ├── WikiSlugError             a wiki page name is unsafe or malformed
 │   └── EngineUnavailableError    the index or graph engine is missing, broken or switched off
 ├── PanelHaltedError              a halted panel (sentinel or budget) was asked for a turn
+├── CheckpointError               a checkpoint of a panel's files cannot be taken, read or restored
+│   └── CheckpointNotFoundError   no checkpoint has the number asked for (or there is none)
 ├── RehearsalError                the rehearsal model cannot serve (runtime/rehearsal/errors.py)
 └── DriverError                   a turn could not be run by the model driver
     ├── CredentialsError          no API key, login or base URL the CLI can use
@@ -178,6 +180,24 @@ class PanelHaltedError(MnemaraError):
         super().__init__(message)
         self.panel = panel
         self.record = record
+
+
+class CheckpointError(MnemaraError):
+    """Raised when a checkpoint of a panel's files cannot be taken, read or restored
+    (runtime/checkpoint/). `path` is the checkpoint store or the file concerned."""
+
+    def __init__(self, message: str, *, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class CheckpointNotFoundError(CheckpointError):
+    """Raised when no checkpoint has the number asked for; `number` is None when the store
+    holds no checkpoint at all."""
+
+    def __init__(self, message: str, *, path: Path | None = None, number: int | None = None):
+        super().__init__(message, path=path)
+        self.number = number
 
 
 class DriverError(MnemaraError):
