@@ -1,6 +1,7 @@
 """What the sandbox costs: per Bash call (target < 30 ms) and per turn. Issue 16.
+And what a turn's checkpoint costs (issue 28: target < 50 ms on 2,000 files).
 
-    .venv/bin/python bench/sandbox.py [--calls 200] [--turns 8]
+    .venv/bin/python bench/sandbox.py [--calls 200] [--turns 8] [--files 2000]
 
 - per call: a loop of `--calls` commands `true`, started from Python inside one sandbox
   built with a turn's real plan (runtime/sandbox/plan.py) through the plan's shell prefix,
@@ -10,6 +11,9 @@
 - per turn: `--turns` whole session turns through the real bundled CLI on the rehearsal
   model, each making one allowed Bash call, alternating unconfined and sandboxed; medians of
   each and their difference (bubblewrap, the relay's Python and the gateway, once a turn).
+- per turn, checkpoint: the checkpoint the host takes before each turn, on a repository of
+  `--files` files: the first, a later one after a small turn, one after a turn that changed
+  nothing, and a rewind (bench/checkpoint.py, which also runs alone).
 
 Every figure line ends with the load average when it was measured.
 """
@@ -157,13 +161,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="Bash calls per side")
     parser.add_argument("--turns", type=int, default=8, help="turns per side")
+    parser.add_argument("--files", type=int, default=2000, help="files for the checkpoint")
     args = parser.parse_args()
-    if args.calls < 1 or args.turns < 1:
-        parser.error("--calls and --turns must be at least 1")
+    if args.calls < 1 or args.turns < 1 or args.files < 1:
+        parser.error("--calls, --turns and --files must be at least 1")
     per_call(args.calls)
     import anyio
 
     anyio.run(per_turn, args.turns)
+    from checkpoint import per_checkpoint  # bench/checkpoint.py, beside this script
+
+    per_checkpoint(args.files)
 
 
 if __name__ == "__main__":
