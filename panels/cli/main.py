@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from panels.cli import claude, instances, record, rehearse, replay, role, run, transfer
+from panels.cli import claude, instances, record, rehearse, replay, rewind, role, run, transfer
 from panels.cli.bus import bus_app
 from panels.cli.errors import EXITS, report
 from panels.cli.host import host_commands
@@ -66,6 +66,7 @@ app.command(cls=Command)(rehearse.rehearse)
 app.command(cls=Command)(record.record)
 for _name, _command in host_commands:
     app.command(_name, cls=Command)(_command)
+app.command(cls=Command)(rewind.rewind)
 app.command(cls=Command, context_settings=claude.PASSTHROUGH)(claude.claude)
 app.add_typer(bus_app, name="bus")
 app.add_typer(memory_app, name="memory")

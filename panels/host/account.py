@@ -131,6 +131,11 @@ def line(event: ev.HostEvent) -> str | None:
             return f"{who} max_window_tokens is now {event.max_window_tokens}"
         case ev.Warned():
             return f"{who} warning: {clean(event.message)}"
+        case ev.CheckpointTaken():
+            return (
+                f"{who} checkpoint {event.number} before turn {event.turn}: {event.changed} "
+                f"file(s) changed since the last ({event.ms:.0f} ms)"
+            )
         case ev.LeaseTakenOver():
             return (
                 f"host took over the stale lease of instance {clean(event.instance, 64)} "

@@ -7,8 +7,9 @@ in-process; all of them end in `Dispatcher.apply`, which checks the verb against
 that cannot be applied is a failed outcome with the reason, never an exception: an unknown
 panel, an answer to a question nobody asks, a window verb on a panel with no session.
 
-Verbs that change a panel's window (`Verb.window`) wait until no turn runs on the panel;
-the others act at once (a halt cancels the turn in flight).
+Verbs that change a panel's window (`Verb.window`) wait until no turn runs on the panel
+(`rewind` until no turn runs on any panel: they share the working directory); the others
+act at once (a halt cancels the turn in flight).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from panels.host.checkpoints import rewind_panel
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.outbox import NotQueuedError, queue
 from panels.host.panel import PanelRunner
@@ -100,6 +102,8 @@ class Dispatcher:
         if isinstance(verb, verbs.Retry):
             return await self._retry(verb, by)
         runner = self._runner(verb, by)
+        if isinstance(verb, verbs.Rewind):
+            return await self._rewind(runner, verb, by)
         if verb.window:
             async with runner.between_turns() as session:
                 if session is None:
@@ -184,6 +188,14 @@ class Dispatcher:
             runner.set_inbox(verb.on)
             return Outcome(True, f"inbox delivery is {'on' if verb.on else 'off'}")
         raise VerbRefusedError(f"{verb.name} cannot be applied here")
+
+    async def _rewind(self, runner: PanelRunner, verb: verbs.Rewind, by: str) -> Outcome:
+        """The panel's files back to a checkpoint (checkpoints.py): the operator's only, since
+        it undoes every panel's work in the shared working directory."""
+        if by != OPERATOR:
+            raise VerbRefusedError("only the operator rewinds a panel's files")
+        report = await rewind_panel(runner, self.panels, verb.turn)
+        return Outcome(report.ok, "\n".join([report.summary(), *report.details()]))
 
     def _session(self, runner: PanelRunner) -> Session:
         if runner.session is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from panels.host.asker import Approvals
+from panels.host.checkpointer import Checkpointer
 from panels.host.eventlog import EventLog
 from panels.host.loopwatch import LoopWatch
 from panels.host.wakeup import BusWatch, Wakeup
@@ -52,6 +53,8 @@ class HostServices:
     shared_memory: Memory | None = None
     # The team's message graph and its loop rules (loopwatch.py); None: not watched.
     loops: LoopWatch | None = None
+    # Each panel's checkpoints of its files, made on first use (checkpoints.py).
+    checkpointers: dict[str, Checkpointer] = field(default_factory=dict)
 
 
 @dataclass

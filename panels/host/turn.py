@@ -41,6 +41,7 @@ from contextlib import aclosing
 
 import anyio
 
+from panels.host.checkpoints import before_turn
 from panels.host.delivery import TurnInput, operator_route
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
@@ -109,6 +110,8 @@ async def run_turn(
     try:
         with scope:
             try:
+                # Before the turn may write: a checkpoint of the panel's files (rewind).
+                await before_turn(runner, session, turn.number, turn_input.text)
                 events = session.turn(
                     turn_input.text,
                     consumed_ids=turn_input.consumed_ids,
@@ -123,7 +126,8 @@ async def run_turn(
             except DriverError as exc:
                 error, outcome, failed = exc, "failed", True
             except PanelHaltedError:
-                # The guard refused the turn (a limit reached as it began): the panel halts.
+                # The guard refused the turn (a limit reached as it began), or a required
+                # checkpoint could not be taken: the panel halts.
                 outcome = "refused"
             except Exception:
                 failed = True  # a fault of this turn's own (the life fails and restarts)

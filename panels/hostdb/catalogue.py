@@ -394,6 +394,19 @@ class WindowTokensChanged(HostEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CheckpointTaken(HostEvent):
+    """The panel's writable areas were checkpointed before its turn (runtime/checkpoint/):
+    `number` is what `mnemara rewind --turn` takes to go back to before that turn."""
+
+    kind = "checkpoint"
+    number: int
+    turn: int
+    changed: int  # files added, changed or removed since the checkpoint before
+    ms: float
+    dropped: int = 0  # older checkpoints pruned after it
+
+
+@dataclass(frozen=True, kw_only=True)
 class VerbApplied(HostEvent):
     """A verb (from the control table, the REPL or a watchdog) and what came of it."""
 

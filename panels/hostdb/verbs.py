@@ -233,6 +233,15 @@ class Note(WindowVerb):
     category: str = Field(default="note", min_length=1, max_length=100)
 
 
+class Rewind(WindowVerb):
+    """Bring the panel's writable areas back to checkpoint `turn` (the number `mnemara rewind
+    --list` shows; each is taken before a turn), or to the latest turn's when None. Applied
+    while no panel of the team runs a turn; the operator's only."""
+
+    name = "rewind"
+    turn: int | None = Field(default=None, ge=1)
+
+
 # -- reading ---------------------------------------------------------------------------------
 
 

@@ -2,8 +2,9 @@
 
 `verb_for` turns a command into a verb of the catalogue (panels/hostdb/verbs.py), which the
 face gives to the host's dispatcher like any other operator's; it never touches the live
-session. The views (`/show`, `/evict` alone, `/role` alone, `/tokens` alone, `/skeleton`)
-only read: the store through a connection of their own, the config and files from disk.
+session. The views (`/show`, `/evict` alone, `/role` alone, `/tokens` alone, `/skeleton`,
+`/rewind list`) only read: the store through a connection of their own, the config, the
+checkpoint records and files from disk.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from runtime.inspect import describe_window
 from runtime.store import TurnStore
 
 EVICT_USAGE = "usage: /evict [tools|thinking|writes|user|assistant|N|last N]"
+REWIND_USAGE = "usage: /rewind [N] (N: a checkpoint's number, from /rewind list)"
 
 
 def verb_for(command: Command, panel: str, paths: InstancePaths) -> verbs.Verb | None:
@@ -78,6 +80,10 @@ def _verb(name: str, args: tuple[str, ...], paths: InstancePaths) -> tuple[str, 
         if not args:
             raise SlashError("usage: /slot LABEL [TEXT]  (no text removes the slot)")
         return "slot", {"label": args[0], "content": " ".join(args[1:]) or None}
+    if name == "rewind" and args != ("list",):
+        if len(args) > 1 or (args and not args[0].isdigit()):
+            raise SlashError(REWIND_USAGE)
+        return "rewind", {"turn": int(args[0]) if args else None}
     if name == "role" and args:
         return "role", {"path": str(Path(args[0]).expanduser().resolve()), "save": True}
     if name == "export":
@@ -110,6 +116,8 @@ async def view(command: Command, paths: InstancePaths) -> str | None:
     if name == "show":
         last = int(args[0]) if args and args[0].isdigit() else 0
         return await anyio.to_thread.run_sync(_window_text, paths, last, False)
+    if name == "rewind" and args == ("list",):
+        return await anyio.to_thread.run_sync(_checkpoints_text, paths)
     if args:
         return await _skeleton(args) if name == "skeleton" else None
     if name == "evict":
@@ -130,6 +138,13 @@ def _window_text(paths: InstancePaths, last: int, summary_only: bool) -> str:
     with TurnStore.open(paths.turns) as store:
         window = describe_window(store, config, last=last)
     return window.summary_text() if summary_only else window.as_text()
+
+
+def _checkpoints_text(paths: InstancePaths) -> str:
+    from runtime.checkpoint import open_store
+    from runtime.checkpoint.listing import list_lines
+
+    return "\n".join(list_lines(open_store(paths.root).checkpoints()))
 
 
 async def _skeleton(args: tuple[str, ...]) -> str:

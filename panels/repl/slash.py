@@ -30,6 +30,8 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/inbox [on|off]", "list what waits for the panel; on/off: deliver peers' messages or not"),
     ("/export [PATH]", "write the window as JSONL (default: <instance>/export-<time>.jsonl)"),
     ("/import PATH [--replace]", "load a JSONL export (--replace for a non-empty window)"),
+    ("/rewind [N]", "put the files back as at checkpoint N (default: undo the last turn)"),
+    ("/rewind list", "the checkpoints, one taken before each turn that may write"),
     ("/stop", "stop the turn in flight (Ctrl-C does the same)"),
     ("/help", "this list"),
     ("/quit, /exit", "stop the panel and leave (state is already saved)"),

@@ -28,6 +28,7 @@ from panels.team.model import (
     TeamModel,
 )
 from peerbus.location import parse_location, redact
+from runtime.checkpoint.model import CheckpointSettings
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
 from runtime.jsonload import load_toml
@@ -97,6 +98,7 @@ class TeamSpec:
     replay_backlog: bool = False
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     loops: TeamLoops = field(default_factory=TeamLoops)  # `[team.loops]`: the keys given
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
 
     @property
     def bus_file(self) -> Path | None:
@@ -227,6 +229,7 @@ def build_spec(
         shared_memory=team.memory == "shared",
         sandbox=_sandbox(model, base=base, source=source, bus=bus),
         loops=team.loops,
+        checkpoints=CheckpointSettings(**team.checkpoints.given()),
     )
 
 

@@ -105,6 +105,19 @@ class TeamLoops(Overrides):
     rate_window: float | None = Field(default=None, gt=0, le=86_400)
 
 
+class TeamCheckpoints(Overrides):
+    """`[team.checkpoints]`: how each panel's files are checkpointed before its turns
+    (runtime/checkpoint/model.py, whose `CheckpointSettings` holds the defaults and says what
+    each key means); only the keys given apply."""
+
+    enabled: bool | None = None
+    keep: int | None = Field(default=None, ge=1, le=10_000)
+    max_age_days: float | None = Field(default=None, gt=0, le=3_650)
+    max_file_mb: float | None = Field(default=None, gt=0, le=1_000_000)
+    max_files: int | None = Field(default=None, ge=1, le=100_000_000)
+    required: bool | None = None
+
+
 class BatchSettings(_Model):
     """How a panel's pending messages are taken: one batch per turn, within these limits."""
 
@@ -160,6 +173,7 @@ class TeamSection(_Model):
     runaway_tool_calls: int = Field(default=8, ge=2)
     budget: TeamBudget = Field(default_factory=TeamBudget)
     loops: TeamLoops = Field(default_factory=TeamLoops)
+    checkpoints: TeamCheckpoints = Field(default_factory=TeamCheckpoints)
     # "shared": the panels also get a team wiki, graph and search index, kept under
     # <home>/_teams/<name>/memory, where a halted turn's writes are quarantined.
     memory: Literal["own", "shared"] = "own"

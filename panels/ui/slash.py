@@ -34,11 +34,12 @@ _OWN: tuple[tuple[str, str], ...] = (
     ("/tokens [N]", "set the window's token cap (500k, 1m, 200000); alone: ask"),
     ("/inbox [on|off]", "peer-message delivery: toggle, or switch on or off"),
     ("/name [LABEL]", "a label shown for the panel's replies; no label clears it"),
+    ("/rewind list", "where to list the checkpoints (`mnemara rewind --list`, `mnemara logs`)"),
     ("/help", "this list, and the keys"),
     ("/quit, /exit", "close this viewer (the team goes on)"),
 )
 _REPLACED = {"/role [PATH]", "/show [N]", "/evict", "/swap MODEL|N", "/tokens N", "/inbox [on|off]",
-             "/stop", "/help", "/quit, /exit"}  # fmt: skip
+             "/stop", "/help", "/quit, /exit", "/rewind list"}  # fmt: skip
 HELP = (
     _OWN
     + tuple(line for line in REPL_HELP if line[0] not in _REPLACED)
@@ -85,7 +86,7 @@ def action_for(line: str, panel: str, paths: InstancePaths | None) -> Action:
     where the panel's files are: then only the commands that need no file work."""
     command = parse(line)
     name, args = command.name, command.args
-    simple = _simple(command)
+    simple = _simple(command, panel)
     if simple is not None:
         return simple
     if name == "name":
@@ -99,7 +100,7 @@ def action_for(line: str, panel: str, paths: InstancePaths | None) -> Action:
     return Send(verb)
 
 
-def _simple(command: Command) -> Action | None:
+def _simple(command: Command, panel: str) -> Action | None:
     """The commands that need no verb: screens, answers, the viewer's own."""
     name, args = command.name, command.args
     if name in ("role_doc", "context", "show") or (name in ("evict", "role") and not args):
@@ -119,6 +120,10 @@ def _simple(command: Command) -> Action | None:
         return ToggleInbox()
     if name == "tokens" and not args:
         return Open("tokens")
+    if name == "rewind" and args == ("list",):
+        return Shown(f"checkpoints: `mnemara rewind -t TEAM -p {panel} --list` lists them, and "
+                     "`mnemara logs` names the one taken before each turn; /rewind N goes back "
+                     "to one")  # fmt: skip
     if name == "swap" and not args:
         return Open("model")
     return None

@@ -237,6 +237,17 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "crew", "-p", "ghost"], USAGE),
         (["-t", "ghost", "-p", "eng"], HOST),
     ],
+    "rewind": [
+        ([], USAGE),
+        (["-t", "crew", "-p", "ghost"], USAGE),
+        (["-t", "ghost", "-p", "eng"], HOST),
+        (["-t", "../x", "-p", "eng"], USAGE),
+        (["-i", "ghost"], INSTANCE),
+        (["-i", "inst", "-t", "crew"], USAGE),
+        (["-i", "inst", "--turn", "0"], USAGE),
+        (["-i", "inst", "--list", "--turn", "1"], USAGE),
+        (["-i", "inst"], 1),  # no checkpoints yet
+    ],
     "demo": [(["extra"], USAGE)],
     "claude": [],  # everything goes to the bundled CLI: only the MNEMARA_HOME case below
     "bus": [([], USAGE), (["nosuch"], USAGE)],
@@ -339,6 +350,7 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "pause": ["-t", "crew", "-p", "eng"],
     "stop": ["-t", "crew", "-p", "eng"],
     "inbox": ["-t", "crew", "-p", "eng"],
+    "rewind": ["-i", "inst", "--list"],
     "demo": [],
     "claude": ["--version"],
     "bus send": ["-t", "crew", "{}"],
