@@ -28,12 +28,16 @@ from runtime.checkpoint import (
     rewind,
     take_and_prune,
 )
+from runtime.checkpoint.model import TOO_MANY
 from runtime.config import InstanceConfig
+from runtime.errors import CheckpointError
 from runtime.home import InstancePaths, mnemara_home
 from runtime.policy.paths import SECRET_DIRS, SECRET_FILES
 from runtime.policy.stores import DATABASE_SIBLINGS, TEAM_DATABASES
 
-WRITING_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
+# The native tools a panel gets that write (runtime/driver.py `native_tools`); the policy
+# counts MultiEdit and NotebookEdit as Edit.
+WRITING_TOOLS = ("Bash", "Edit", "Write")
 
 
 def areas_of(team: TeamSpec) -> list[Path]:
@@ -85,6 +89,9 @@ class Checkpointer:
     _store: CheckpointStore | None = None
     failing: bool = False  # the last attempt failed (said once)
     _said: set[str] = field(default_factory=set)  # capped files and skipped areas, said once
+    # Areas skipped for holding too many files: not walked again in this host run (a home
+    # directory taken for a working directory would cost seconds before every turn).
+    too_big: set[str] = field(default_factory=set)
 
     def store(self) -> CheckpointStore:
         if self._store is None:
@@ -92,8 +99,17 @@ class Checkpointer:
         return self._store
 
     def take(self, turn: int, note: str) -> Taken:
-        return take_and_prune(self.store(), self.areas, settings=self.settings,
-                              exclude=self.exclude, turn=turn, note=note)  # fmt: skip
+        areas = [a for a in self.areas if str(a) not in self.too_big]
+        if not areas:
+            raise CheckpointError(
+                "every area holds more than max_files files; checkpoints are off for this "
+                "host run (raise [team.checkpoints] max_files, or fix the working directory)"
+            )
+        taken = take_and_prune(self.store(), areas, settings=self.settings,
+                               exclude=self.exclude, turn=turn, note=note)  # fmt: skip
+        self.too_big.update(a.path for a in taken.checkpoint.areas if a.skipped.startswith(
+            TOO_MANY))  # fmt: skip
+        return taken
 
     def rewind(self, number: int | None) -> RewindReport:
         return rewind(self.store(), number, settings=self.settings, exclude=self.exclude)

@@ -34,6 +34,7 @@ from runtime.checkpoint.model import (
     EXECUTABLE,
     FILE,
     SYMLINK,
+    TOO_MANY,
     AreaRecord,
     BlobReader,
     Checkpoint,
@@ -117,8 +118,8 @@ class CopyStore:
         for path, st in _walk(area, skip):
             if len(stats) >= settings.max_files:
                 return AreaRecord(str(area), key, skipped=(
-                    f"more than max_files ({settings.max_files}) files; is this the right "
-                    "working directory?"))  # fmt: skip
+                    f"{TOO_MANY}: more than max_files ({settings.max_files}); is this the "
+                    "right working directory?"))  # fmt: skip
             if stat.S_ISREG(st.st_mode) and st.st_size > settings.max_file_bytes:
                 capped.append(path)
                 continue

@@ -49,6 +49,7 @@ from typing import IO
 
 from runtime.checkpoint.model import (
     MODES,
+    TOO_MANY,
     AreaRecord,
     Changes,
     Checkpoint,
@@ -219,7 +220,7 @@ class GitStore:
         tags = _tags(listed)
         if len(tags) > settings.max_files:
             return AreaRecord(str(area), key, skipped=(
-                f"{len(tags)} files new or changed at once, over max_files "
+                f"{TOO_MANY}: {len(tags)} new or changed at once, over max_files "
                 f"({settings.max_files}); is this the right working directory?"))  # fmt: skip
         update, capped, forget = _sort_out(area, tags, settings.max_file_bytes)
         if forget:  # first: a file that became a folder goes before the folder's files come

@@ -22,6 +22,7 @@ SYMLINK = 0o120000
 MODES = frozenset({FILE, EXECUTABLE, SYMLINK})
 
 Kind = Literal["turn", "rewind"]
+TOO_MANY = "too many files"  # how `AreaRecord.skipped` starts for an area over max_files
 StoreKind = Literal["git", "copy"]
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from panels.hostdb.verbs import Input, Rewind
 from runtime.driver import DriverEvent, TurnRequest
+from runtime.errors import CheckpointError
 from runtime.store import TurnStore
 from tests.panels.host.conftest import make_team, panels, reply
 
@@ -125,3 +127,62 @@ async def test_a_required_checkpoint_that_fails_halts_the_panel_and_keeps_its_me
         assert drivers["a"].requests == []
         waiting = await host.services.operator_bus.inbox("a@operator", limit=10)
         assert [m.id for m in waiting]  # given back, not consumed
+
+
+async def test_the_cli_reaches_a_running_host_through_the_control_table(
+    anyio_backend: str, tmp_path: Path, start_host: Any, mnemara_home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from panels.cli.main import app
+    from panels.host.process import take_pid_file
+
+    team = make_team(tmp_path, panels("a"))
+    assert team.state_dir.parents[1] == mnemara_home  # the CLI finds this team's host
+    work = team.workdir
+    (work / "f.txt").write_text("before\n", encoding="utf-8")
+    async with start_host(team, {"a": [writes(work, {"f.txt": "after\n"})]}) as (host, events, _):
+        take_pid_file(team)  # as `mnemara up` does: the CLI sees a host running
+        await host.dispatch(Input(panel="a", text="change it"))
+        await events.wait("turn_ended", "a")
+
+        def cli(*args: str) -> Any:
+            return CliRunner().invoke(app, ["rewind", "-t", team.name, *args])
+
+        listed = await anyio.to_thread.run_sync(cli, "--list")
+        assert listed.exit_code == 0 and 'before turn 1: "change it"' in listed.stdout
+        done = await anyio.to_thread.run_sync(cli, "-p", "a")
+        assert done.exit_code == 0, done.stdout + done.stderr
+        assert done.stdout.startswith("rewind: files back to checkpoint 1")
+        (applied,) = await events.wait("command", "a", where=lambda e: e.verb == "rewind")
+        assert applied.ok and applied.id is not None  # a control-table command, applied
+    assert (work / "f.txt").read_text(encoding="utf-8") == "before\n"
+
+
+def test_the_checkpointer_says_each_left_out_file_once_and_stops_walking_a_huge_area(
+    tmp_path: Path,
+) -> None:
+    from panels.host.checkpointer import make_checkpointer, may_write
+    from runtime.config import InstanceConfig, ToolPolicy
+
+    team = make_team(tmp_path, panels("a"), extra="[team.checkpoints]\nmax_file_mb = 0.001\n")
+    keeper = make_checkpointer(team, team.panels[0], tmp_path / "mnemara-home")
+    assert keeper.areas == [team.workdir.resolve()]
+    assert tmp_path / "mnemara-home" in keeper.exclude and team.state_dir in keeper.exclude
+    (team.workdir / "big.bin").write_bytes(b"x" * 5000)
+    first = keeper.news(keeper.take(1, "one"))
+    assert len(first) == 1 and "big.bin" in first[0] and "max_file_mb" in first[0]
+    assert keeper.news(keeper.take(2, "two")) == []  # said once a host run
+    small = make_checkpointer(
+        make_team(tmp_path, panels("b"), extra="[team.checkpoints]\nmax_files = 1\n"),
+        make_team(tmp_path, panels("b")).panels[0],
+        tmp_path / "mnemara-home",
+    )
+    (team.workdir / "more.txt").write_text("two files now\n")
+    skipped = small.take(1, "one")
+    assert skipped.checkpoint.recorded() == () and small.too_big == {str(small.areas[0])}
+    with pytest.raises(CheckpointError, match="checkpoints are off for this host run"):
+        small.take(2, "two")  # not walked again
+    denied = tuple(ToolPolicy(tool=t, mode="deny") for t in ("Bash", "Edit", "Write"))
+    assert not may_write(InstanceConfig(allowed_tools=denied))
+    assert may_write(InstanceConfig())
