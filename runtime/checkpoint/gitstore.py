@@ -99,6 +99,10 @@ class GitStore:
             )
         self._git = found
         self._trees: dict[str, AreaRecord] = {}  # the last record of each area, by key
+        # The tree this object last wrote from each area's index: the index is the same while
+        # nothing is listed. (Not a record read from disk: a host killed between updating an
+        # index and writing its record leaves an index ahead of the last record.)
+        self._written: dict[str, str] = {}
 
     # -- running git ---------------------------------------------------------------------------
 
@@ -214,6 +218,10 @@ class GitStore:
             return AreaRecord(str(area), key, skipped="not a directory now")
         index = self.repo / INDEX_DIR / key
         index.parent.mkdir(exist_ok=True)
+        # Only the instance's lease holder writes here, one checkpoint at a time, so a lock
+        # file is what a killed host left behind (kill -9 mid-update): git would refuse
+        # every later checkpoint while it stays.
+        Path(f"{index}.lock").unlink(missing_ok=True)
         skip = [f":(exclude,literal){rel}" for rel in _inside(area, exclude)]
         listed = self._run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard",
                            "--", ".", *skip, area=area, index=index)  # fmt: skip
@@ -223,6 +231,8 @@ class GitStore:
                 f"{TOO_MANY}: {len(tags)} new or changed at once, over max_files "
                 f"({settings.max_files}); is this the right working directory?"))  # fmt: skip
         update, capped, forget = _sort_out(area, tags, settings.max_file_bytes)
+        if update or forget:
+            self._written.pop(key, None)  # the index changes (even if git fails half way)
         if forget:  # first: a file that became a folder goes before the folder's files come
             self._run("update-index", "--force-remove", "-z", "--stdin",
                       area=area, index=index, data=_nul(forget))  # fmt: skip
@@ -230,10 +240,11 @@ class GitStore:
             self._run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                       area=area, index=index, data=_nul(update))  # fmt: skip
         before = self._trees.get(key)
-        if before is not None and not (update or forget) and index.is_file():
-            tree = before.tree  # nothing listed: the index, so the tree, is as it was
+        if not (update or forget) and key in self._written:
+            tree = self._written[key]  # nothing listed: the index, so its tree, is as it was
         else:
             tree = self._run("write-tree", area=area, index=index).decode().strip()
+            self._written[key] = tree
         ref = self.repo / REFS / str(number) / key
         ref.parent.mkdir(parents=True, exist_ok=True)
         write_private(ref, f"{tree}\n".encode())

@@ -204,3 +204,16 @@ def test_dropped_checkpoints_go_and_a_gc_keeps_what_the_kept_ones_hold(
     (work / "a.txt").write_text("later\n")
     assert rewind(store, 3, settings=SETTINGS).ok
     assert (work / "a.txt").read_text() == "turn 3\n"
+
+
+def test_a_lock_a_killed_host_left_does_not_stop_later_checkpoints(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    store = open_store(tmp_path / "instance", prefer="git")
+    first = take_and_prune(store, [work], settings=SETTINGS, turn=1).checkpoint
+    index = store.root / "git" / "mnemara-index" / first.areas[0].key
+    Path(f"{index}.lock").write_bytes(b"")  # as a kill -9 during update-index leaves it
+    (work / "a.txt").write_text("b\n")
+    second = take_and_prune(store, [work], settings=SETTINGS, turn=2).checkpoint
+    assert second.areas[0].changes.modified == 1
