@@ -278,8 +278,12 @@ def test_a_browser_shows_every_panel(
     # The server stops (Ctrl-C) while the browser is still connected: `served` checks it
     # exits cleanly, and then no app process it started for the tab is left behind.
     with chromium(tmp_path / "chromium") as devtools, served("--token", TOKEN) as url:
-        text, _ = asyncio.run(load_and_read(devtools, url, lambda t: all(n in t for n in names)))
-        assert "host running" in text
+        # The panes can be drawn before the header has heard from the host: wait for both.
+        def ready(text: str) -> bool:
+            return all(n in text for n in names) and "host running" in text
+
+        text, _ = asyncio.run(load_and_read(devtools, url, ready))
+        assert "host running" in text and all(n in text for n in names)
         assert app_processes(host.hostdb_path)
         conn = connect(host.hostdb_path, create=False)
         submit_command(conn, Input(panel="kestrel", text="look down"))
