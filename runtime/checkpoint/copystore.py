@@ -90,18 +90,10 @@ class CopyStore:
         os.chmod(self.root, 0o700)
         number = self.records.next_number()
         recorded = tuple(self._take_area(a, number, settings, exclude) for a in areas)
-        checkpoint = Checkpoint(
-            number=number,
-            at=time.time(),
-            kind=kind,
-            store="copy",
-            areas=recorded,
-            turn=turn,
-            note=note,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            exclude=tuple(sorted(str(p) for p in exclude)),
-        )
-        self.records.write(checkpoint)
+        checkpoint = self.records.record(
+            number, started, store="copy", areas=recorded, kind=kind, exclude=exclude,
+            turn=turn, note=note,
+        )  # fmt: skip
         return checkpoint
 
     def _take_area(

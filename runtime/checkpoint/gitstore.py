@@ -190,18 +190,10 @@ class GitStore:
         if not self._trees:
             self._remember(self.records.read_all())
         recorded = tuple(self._take_area(a, number, settings, exclude) for a in areas)
-        checkpoint = Checkpoint(
-            number=number,
-            at=time.time(),
-            kind=kind,
-            store="git",
-            areas=recorded,
-            turn=turn,
-            note=note,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            exclude=tuple(sorted(str(p) for p in exclude)),
-        )
-        self.records.write(checkpoint)
+        checkpoint = self.records.record(
+            number, started, store="git", areas=recorded, kind=kind, exclude=exclude,
+            turn=turn, note=note,
+        )  # fmt: skip
         self._remember([checkpoint])
         return checkpoint
 

@@ -16,13 +16,14 @@ import functools
 import json
 import os
 import tempfile
-from collections.abc import Callable, Collection
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from runtime.checkpoint.model import Checkpoint
+from runtime.checkpoint.model import AreaRecord, Checkpoint, Kind, StoreKind
 from runtime.jsonload import load_json
 
 FORMAT = 1
@@ -58,6 +59,34 @@ class Records:
 
     def path(self, number: int) -> Path:
         return self.folder / f"{number:08d}.json"
+
+    def record(
+        self,
+        number: int,
+        started: float,
+        *,
+        store: StoreKind,
+        areas: Sequence[AreaRecord],
+        kind: Kind,
+        exclude: Collection[Path],
+        turn: int | None,
+        note: str,
+    ) -> Checkpoint:
+        """The checkpoint a store has just taken (`started`: its perf_counter at the start),
+        written down."""
+        checkpoint = Checkpoint(
+            number=number,
+            at=time.time(),
+            kind=kind,
+            store=store,
+            areas=tuple(areas),
+            turn=turn,
+            note=note,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            exclude=tuple(sorted(str(p) for p in exclude)),
+        )
+        self.write(checkpoint)
+        return checkpoint
 
     def write(self, checkpoint: Checkpoint) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
