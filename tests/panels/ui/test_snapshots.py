@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from panels.hostdb import HostEvent, PanelRow, connect, set_meta
 from panels.hostdb import catalogue as ev
@@ -94,6 +95,16 @@ async def until(pilot: Pilot[Any], ready: Callable[[], object], what: str) -> No
             pytest.fail(f"the dashboard did not {what} within {READY_WITHIN:.0f} s")
         await pilot.pause(0.02)
     await pilot.pause(0.2)
+
+
+def widths_settled(table: DataTable[Any]) -> bool:
+    """Has the table sized its columns to its cells? It does so on an idle moment after the
+    rows arrive, which a busy machine can put after the picture."""
+    for index, column in enumerate(table.ordered_columns):
+        cells = [len(str(cell)) for cell in table.get_column_at(index)]
+        if column.content_width < max(cells, default=0):
+            return False
+    return True
 
 
 def shown(count: int) -> Callable[[Pilot[Any]], Any]:
@@ -241,7 +252,9 @@ def test_the_context_viewer(snap_compare: Compare, tmp_path: Path, fixed_dir: Pa
 
         def loaded() -> bool:
             screen = app.screen
-            return isinstance(screen, ContextScreen) and screen.state is not None
+            if not isinstance(screen, ContextScreen) or screen.state is None:
+                return False
+            return all(widths_settled(t) for t in screen.query(DataTable))
 
         await until(pilot, loaded, "read the engineer's store into the context viewer")
 
