@@ -46,7 +46,9 @@ from transcripts import Call, Session, TranscriptError, load_all
 
 from runtime.config import InstanceConfig, McpServer, default_tool_policies
 from runtime.driver import ToolCallRequest, ToolResult
+from runtime.guard.calls import effect_of, normalise_output
 from runtime.guard.guard import Guard, GuardSettings
+from runtime.guard.identity import call_identity
 from runtime.guard.policy import build_policy
 from runtime.guard.sentinel import WorldState
 from runtime.home import InstancePaths
@@ -62,6 +64,11 @@ _GIT_MOVES = re.compile(
 )
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _CLI_TASKS = re.compile(r"/tmp/claude-\d+/")
+_JOB_STARTED = re.compile(r"running in background with ID: (\w+)|Monitor started \(task (\w+)")
+_JOB_OUTPUT = re.compile(r"/tasks/(\w+)\.output$")
+_TASK_ENDED = re.compile(
+    r"<task-id>(\w+)</task-id>.*?<status>(?:completed|failed|killed|stopped)</status>", re.S
+)
 
 
 @dataclass
@@ -169,6 +176,9 @@ class ReplayWorld:
     def __init__(self, root: Path) -> None:
         self._root = root
         self.files: dict[str, str] = {}
+        self.reads: dict[str, str] = {}  # what each read (by what it does) returned last
+        self.jobs: set[str] = set()  # background jobs still running, by task id
+        self.ticks = 0  # measurements made
         self.tree = 0  # moves of the git tree (commits, checkouts, outside changes)
 
     @property
@@ -176,19 +186,47 @@ class ReplayWorld:
         return self._root
 
     async def measure(self, touched: Sequence[str]) -> WorldState:
-        files = tuple((p, self.files.get(p, _digest("unseen", p))) for p in sorted(set(touched)))
+        self.ticks += 1
+        files = tuple((p, self._content(p)) for p in sorted(set(touched)))
         return WorldState(
             files_written=files, git_tree=_digest(self.tree, sorted(self.files.items()))
         )
 
+    def _content(self, path: str) -> str:
+        """A running background job's output file grows between any two measurements."""
+        job = _JOB_OUTPUT.search(path)
+        if job is not None and job.group(1) in self.jobs:
+            return _digest("job output", path, self.ticks)
+        return self.files.get(path, _digest("unseen", path))
+
+    def started(self, call: Call) -> None:
+        """A background job (Bash in the background, Monitor) started by the call."""
+        if call.answered and not call.is_error:
+            self.jobs.update(m.group(1) or m.group(2) for m in _JOB_STARTED.finditer(call.output))
+
+    def notice(self, text: str) -> None:
+        """A notice came in: a background job wrote its output, or ended."""
+        self.tree += 1
+        for task in _TASK_ENDED.finditer(text):
+            self.jobs.discard(task.group(1))
+
     def before(self, call: Call, tool_input: dict[str, Any]) -> None:
-        """What the call's result shows changed before it ran (a read of new content)."""
+        """What the call's result shows changed before it ran: a read of new content (the
+        result masked as the sentinel masks it, so a clock's new time is no change)."""
+        if not call.answered or call.is_error:
+            return
         path = tool_input.get("file_path")
-        if call.tool == "Read" and isinstance(path, str) and call.answered and not call.is_error:
-            seen = _digest("read", call.output)
+        if call.tool == "Read" and isinstance(path, str):
+            seen = _digest("read", normalise_output(call.output))
             if self.files.get(path, seen) != seen:
                 self.tree += 1  # changed from outside since it was last seen
             self.files[path] = seen
+        elif effect_of(call.tool, tool_input, ()) == "read":
+            key = call_identity(call.tool, tool_input, str(self.root))
+            seen = _digest("read", normalise_output(call.output))
+            if self.reads.get(key, seen) != seen:
+                self.tree += 1
+            self.reads[key] = seen
 
     def after(self, call: Call, tool_input: dict[str, Any], written: Sequence[str]) -> None:
         """What the call changed, once it ran without an error."""
@@ -254,9 +292,10 @@ async def replay(session: Session, scratch: Path, *, confined: bool) -> Tally:
         if turn.at is not None:
             clock.at = turn.at
         guard.begin_turn(number)
-        if turn.notices:
-            world.tree += 1  # a background job wrote its output, a summary came in
         for index, call in enumerate(turn.calls, 1):
+            for text, after in zip(turn.notices, turn.notice_after, strict=True):
+                if after == index - 1:
+                    world.notice(text)  # a background job wrote its output or ended
             tally.calls += 1
             tool_input = layout.rewrite(call.input)
             if call.at is not None:
@@ -287,7 +326,11 @@ async def replay(session: Session, scratch: Path, *, confined: bool) -> Tally:
                 clock.at = call.answered_at
             written = _written(policy, request) if call.tool in ("Bash", "Monitor") else ()
             world.after(call, tool_input, written)
+            world.started(call)
             guard.observe(ToolResult(request.tool_use_id, call.output, call.is_error))
+        for text, after in zip(turn.notices, turn.notice_after, strict=True):
+            if after >= len(turn.calls):
+                world.notice(text)
         ended = await guard.finish_turn()
         if ended is not None:
             why = f"{ended.rule}: {ended.message}"

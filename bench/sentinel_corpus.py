@@ -1,9 +1,11 @@
-"""How the sentinel does on the labelled corpus (tests/sentinel/corpus), with its defaults.
+"""How the sentinel does on the labelled corpus (tests/sentinel/corpus), with its defaults,
+beside the rules it replaced (bench/sentinel_v1) on the same corpus.
 
-Replays every sequence through the real `Sentinel` in the corpus's simulated world and
-prints: recall per rule (runaways halted by their labelled point, by the rule they are
-labelled with or another), polling loops refused before their third identical call, false
-halts on legitimate sessions, the cost of judging a call, and the load average.
+Replays every sequence through the real `Sentinel` in the corpus's simulated world, and the
+same sequences through the old rules, and prints: recall per labelled rule and per category
+(runaways halted by their labelled point), false halts per category (legitimate look-alikes
+name the shape they look like), polling loops refused before their third identical call, the
+cost of judging a call, and the load average.
 
     .venv/bin/python bench/sentinel_corpus.py [--repeat 20]
 """
@@ -16,11 +18,21 @@ import os
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-REPLAY = Path(__file__).resolve().parent.parent / "tests" / "sentinel" / "corpus" / "replay.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sentinel_v1.sentinel import Sentinel as OldSentinel
+
+from runtime.guard.settings import SentinelSettings
+
+HERE = Path(__file__).resolve().parent
+REPLAY = HERE.parent / "tests" / "sentinel" / "corpus" / "replay.py"
 
 
 def load_replay() -> ModuleType:
@@ -32,67 +44,89 @@ def load_replay() -> ModuleType:
     return module
 
 
+def old_rules(replay: ModuleType) -> Callable[[Any], Any]:
+    """The same replay through the rules as they were (spelled keys, no outcomes)."""
+
+    def make(settings: SentinelSettings, clock: Callable[[], datetime]) -> Any:
+        return OldSentinel(settings, clock=clock)
+
+    def run(case: Any) -> Any:
+        return replay.replay(
+            case,
+            make=make,
+            observe=lambda s, request, world: s.observe_call(request, world),
+            end=lambda s, world: s.end_turn(world),
+        )
+
+    return run
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part:>2}/{whole:<2} {part / whole:6.1%}" if whole else f"{part:>2}/{whole:<2}    -  "
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="replays for the timing")
     args = parser.parse_args()
     replay = load_replay()
     cases = replay.load_all()
-    outcomes = [replay.replay(c) for c in cases]
-    runaways = [o for o in outcomes if o.sequence.runaway]
-    legit = [o for o in outcomes if not o.sequence.runaway]
+    new = {c.name: replay.replay(c) for c in cases}
+    old = {c.name: old_rules(replay)(c) for c in cases}
+    runaways = [c for c in cases if c.runaway]
+    legit = [c for c in cases if not c.runaway]
     print(f"corpus: {len(cases)} sequences, {len(runaways)} runaways, {len(legit)} legitimate")
 
+    print("\nrecall per labelled rule (halted by the labelled point)      new            old")
     by_rule: dict[str, list[Any]] = defaultdict(list)
-    for o in runaways:
-        by_rule[o.sequence.rule].append(o)
-    print("\nrecall per labelled rule (halted by the labelled point):")
+    for c in runaways:
+        by_rule[c.rule].append(c)
     for rule in replay.RULES:
         group = by_rule.get(rule, [])
-        caught = [o for o in group if o.caught]
-        same = [o for o in caught if o.rule == rule]
-        share = len(caught) / len(group) if group else 0.0
-        print(
-            f"  {rule:<12} {len(caught):>2}/{len(group):<2} {share:6.1%}"
-            f"   (by this rule: {len(same)}, by another: {len(caught) - len(same)})"
+        caught_new = sum(new[c.name].caught for c in group)
+        caught_old = sum(old[c.name].caught for c in group)
+        print(f"  {rule:<56} {share(caught_new, len(group))}   {share(caught_old, len(group))}")
+
+    print("\nper category                  runaways caught (new / old)   legit halted (new / old)")
+    categories = sorted({c.category for c in cases if c.category != "legit"})
+    for category in [*categories, "legit"]:
+        bad = [c for c in runaways if c.category == category]
+        good = [c for c in legit if c.category == category]
+        caught = (sum(new[c.name].caught for c in bad), sum(old[c.name].caught for c in bad))
+        halted = (
+            sum(new[c.name].halted_at is not None for c in good),
+            sum(old[c.name].halted_at is not None for c in good),
         )
-    other = [o for o in runaways if not o.sequence.polling]
-    other_caught = sum(o.caught for o in other)
-    print(
-        f"  {'all others':<12} {other_caught:>2}/{len(other):<2} {other_caught / len(other):6.1%}"
-    )
+        line = f"  {category:<26} {caught[0]:>3}/{len(bad):<3} / {caught[1]:>3}/{len(bad):<3}"
+        print(f"{line}          {halted[0]:>3}/{len(good):<3} / {halted[1]:>3}/{len(good):<3}")
 
-    polling = [o for o in runaways if o.sequence.polling]
-    before_third = sum(o.caught for o in polling)
-    print(f"\npolling loops refused before their 3rd identical call: {before_third}/{len(polling)}")
-    early = [
-        f"{o.sequence.name} at {replay.show(o.halted_at)}"
-        for o in runaways
-        if o.caught and o.halted_at < o.sequence.halt_by
-    ]
-    print(f"runaways halted before their labelled point: {len(early)}")
-    for line in early:
-        print(f"  {line}")
-    missed = [o for o in runaways if not o.caught]
-    for o in missed:
-        print(
-            f"  MISSED {o.sequence.name}: labelled {o.sequence.rule} by "
-            f"{replay.show(o.sequence.halt_by)}, got {o.rule} at {replay.show(o.halted_at)}"
-        )
+    for name, outcomes in (("new", new), ("old", old)):
+        polling = [c for c in runaways if c.polling]
+        before_third = sum(outcomes[c.name].caught for c in polling)
+        missed = [c for c in runaways if not outcomes[c.name].caught]
+        false_halts = [c for c in legit if outcomes[c.name].halted_at is not None]
+        print(f"\n{name} rules: polling loops refused before their 3rd identical call: "
+              f"{before_third}/{len(polling)}; runaways missed: {len(missed)}; "
+              f"false halts: {len(false_halts)}/{len(legit)}")  # fmt: skip
+        for c in missed:
+            o = outcomes[c.name]
+            print(f"  MISSED {c.name}: labelled {c.rule} by {replay.show(c.halt_by)}, "
+                  f"got {o.rule} at {replay.show(o.halted_at)}")  # fmt: skip
+        for c in false_halts:
+            o = outcomes[c.name]
+            print(f"  FALSE HALT {c.name} at {replay.show(o.halted_at)} by {o.rule}: "
+                  f"{o.message[:120]}")  # fmt: skip
 
-    false_halts = [o for o in legit if o.halted_at is not None]
-    print(f"\nfalse halts on legitimate sessions: {len(false_halts)}/{len(legit)}")
-    for o in false_halts:
-        print(f"  {o.sequence.name} at {replay.show(o.halted_at)} by {o.rule}: {o.message}")
-
-    calls = sum(o.calls for o in outcomes)
-    start = time.perf_counter()
-    for _ in range(args.repeat):
-        for case in cases:
-            replay.replay(case)
-    elapsed = time.perf_counter() - start
-    per_call = elapsed / (calls * args.repeat) * 1e6
-    print(f"\ncost: {calls} calls judged per replay, {per_call:.1f} us per call (with the world)")
+    calls = sum(o.calls for o in new.values())
+    timings = {}
+    for name, run in (("new", replay.replay), ("old", old_rules(replay))):
+        start = time.perf_counter()
+        for _ in range(args.repeat):
+            for case in cases:
+                run(case)
+        timings[name] = (time.perf_counter() - start) / (calls * args.repeat) * 1e6
+    print(f"\ncost: {calls} calls judged per replay; {timings['new']:.1f} us per call with the "
+          f"world (old rules: {timings['old']:.1f} us, side by side)")  # fmt: skip
     load1, load5, load15 = os.getloadavg()
     print(f"load average: {load1:.2f} {load5:.2f} {load15:.2f} ({os.cpu_count()} cpus)")
 

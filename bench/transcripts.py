@@ -57,6 +57,8 @@ class Turn:
     at: datetime | None
     calls: list[Call] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # not typed: notifications, summaries
+    # For each notice, how many of the turn's calls had been made when it came in.
+    notice_after: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -151,7 +153,9 @@ class _Builder:
         if _typed(text):
             self.turns.append(Turn(text, at))
         elif text.strip():
-            self.turn().notices.append(text)
+            turn = self.turn()
+            turn.notices.append(text)
+            turn.notice_after.append(len(turn.calls))
 
     def call(self, ident: str, tool: str, tool_input: Any, at: datetime | None) -> None:
         call = Call(ident, tool, tool_input if isinstance(tool_input, dict) else {}, at=at)

@@ -27,8 +27,23 @@ may change something, an external tool).
 
 `normalise_output` strips from a result what changes from run to run: ANSI codes, date-times
 and clock times, durations (`0.42s`, `12ms`, `1m3s`, `3 minutes ago`), hex addresses, UUIDs,
-temporary paths (`/tmp/...`, `/var/folders/...`), process ids; it keeps 64 KiB (head and
-tail). `outcome_digest` hashes pass/fail with the normalised result.
+object ids (hex words of 7 to 40 digits that hold a digit and a letter: commit, container
+and image ids), `id=`-style values, attempt counters (`attempt 3`, `retry #2`), temporary
+paths (`/tmp/...`, `/var/folders/...`), process ids; it keeps 64 KiB (head and tail).
+`outcome_digest` hashes pass/fail with the normalised result; `observation` hashes the
+normalised content alone (None when it says nothing: blank, or a tool's word for nothing
+found), so two calls that return the same thing share it whatever they were; the rule that
+compares different calls by it looks only at results of `OBSERVATION_CHARS` or more.
+
+`error_signature` is what a failure says, whatever produced it: the lines of its normalised
+output that name an error (`error`, `failed`, `not found`, `denied`, ...), with numbers
+masked, shell prefixes (`bash: line 1:`) and the `Exit code N` line left out, the last
+`SIGNATURE_LINES` of them. A failure that names no error has no signature (a silent
+`exit 1`, a grep that matched nothing): it is never taken for another command's failure.
+
+`wait_seconds` says whether a call waits and for how long it asks to: `sleep N`, a blocking
+read of a background task (`TaskOutput`/`BashOutput` with `block`), or wait-like inputs of
+other tools. The rules use the time the call really took (the sentinel's clock).
 """
 
 from __future__ import annotations
@@ -234,6 +249,27 @@ _HEX = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _TMP = re.compile(r"(/private)?/(tmp|var/tmp|var/folders)/[^\s'\"():,;]*")
 _PID = re.compile(r"\b(pid|PID|process)([ =:#]+)\d+")
+_OBJECT_ID = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+_ID_VALUE = re.compile(r"\b(id|ID|Id)([=:]\s?)([\w.-]+)")
+_ATTEMPT = re.compile(r"\b(attempt|try|retry|round|iteration|poll)(\s*#?\s*)\d+", re.I)
+OBSERVATION_CHARS = 40  # shorter results ("ok", "done", "3") are too common to compare
+# What a tool says when it found nothing: two searches that both found nothing observed
+# nothing in common.
+NOTHING_FOUND = frozenset(
+    {"(Bash completed with no output)", "No matches found", "No files found", "(no content)"}
+)
+SIGNATURE_LINES = 5
+_ERROR_WORDS = re.compile(
+    r"error|exception|fail|fatal|denied|not found|no such|cannot|can't|could not|unable|"
+    r"refused|timed out|timeout|invalid|missing|unknown|not allowed|forbidden|panic|abort",
+    re.I,
+)
+_SHELL_PREFIX = re.compile(r"^((/usr)?/bin/)?(ba|z|da)?sh:( line)? ?\d*:\s*")
+_EXIT_CODE = re.compile(r"exit code:? ?-?\d+|exit status:? ?-?\d+", re.I)
+_NUMBER = re.compile(r"\d+")
+_SLEEPS = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)([smhd])?\b")
+_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_CAP_KEY = re.compile(r"timeout", re.I)  # a cap on a call's time, not a wait it asks for
 
 
 def normalise_output(text: str) -> str:
@@ -248,6 +284,9 @@ def normalise_output(text: str) -> str:
     text = _TMP.sub("<tmp>", text)
     text = _HEX.sub("0x<addr>", text)
     text = _PID.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", text)
+    text = _OBJECT_ID.sub("<id>", text)
+    text = _ID_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}<id>", text)
+    text = _ATTEMPT.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", text)
     text = _DURATION.sub("<dur>", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
 
@@ -255,4 +294,61 @@ def normalise_output(text: str) -> str:
 def outcome_digest(is_error: bool, content: str) -> str:
     """Pass or fail, with the normalised result, as one short hash."""
     data = ("fail\0" if is_error else "pass\0") + normalise_output(content)
-    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return _hash(data)
+
+
+def observation(content: str) -> tuple[str | None, int]:
+    """The normalised content as a hash and its length, or (None, 0) when it says nothing
+    (module docstring)."""
+    text = normalise_output(content).strip()
+    if not text or text in NOTHING_FOUND:
+        return None, 0
+    return _hash("seen\0" + text), len(text)
+
+
+def error_signature(content: str) -> str | None:
+    """What a failure says, whatever produced it (module docstring); None: it names nothing."""
+    lines = []
+    for line in normalise_output(content).splitlines():
+        line = _SHELL_PREFIX.sub("", line.strip())
+        if not line or _EXIT_CODE.fullmatch(line) or not _ERROR_WORDS.search(line):
+            continue
+        lines.append(_NUMBER.sub("<n>", line))
+    if not lines:
+        return None
+    return _hash("error\0" + "\n".join(lines[-SIGNATURE_LINES:]))
+
+
+def hashed(*parts: str) -> str:
+    """A short hash of `parts`."""
+    return _hash("\0".join(parts))
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def wait_seconds(name: str, arguments: Mapping[str, Any]) -> float | None:
+    """How long a call asks to wait (module docstring), or None when it does not wait."""
+    if name in ("TaskOutput", "BashOutput"):
+        if not arguments.get("block"):
+            return None
+        return _number(arguments.get("timeout"), scale=0.001) or 30.0
+    if name == "Bash":
+        command = arguments.get("command")
+        if not isinstance(command, str):
+            return None
+        found = [float(m.group(1)) * _UNIT[m.group(2) or "s"] for m in _SLEEPS.finditer(command)]
+        return sum(found) if found else None
+    waits = [
+        n for k, v in arguments.items()
+        if _WAIT_KEY.search(str(k)) and not _CAP_KEY.search(str(k))
+        and (n := _number(v, scale=1.0)) is not None
+    ]  # fmt: skip
+    return max(waits) if waits else None
+
+
+def _number(value: Any, *, scale: float) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) * scale

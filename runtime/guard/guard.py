@@ -203,7 +203,7 @@ class Guard:
         self._call_names[call.tool_use_id] = call.name
         if self.sentinel is not None:
             world = await self._measure(touched_paths(call, self._cwd()))
-            verdict = self.sentinel.observe_call(call, world)
+            verdict = self.sentinel.observe_call(call, world, root=self._cwd())
             if verdict.record is not None:
                 if verdict.halt:
                     return self._refuse(self._halt(verdict.record))
@@ -287,7 +287,9 @@ class Guard:
         self._turn_open = False
         self.budget.end_turn()
         if self.sentinel is not None:
-            verdict = self.sentinel.end_turn(world if self.halted is None else None)
+            verdict = self.sentinel.end_turn(
+                world if self.halted is None else None, root=self._cwd()
+            )
             if verdict.record is not None:
                 if verdict.halt and self.halted is None:
                     self._halt(verdict.record)

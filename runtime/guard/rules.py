@@ -1,16 +1,18 @@
 """The sentinel's rules as plain functions over the calls of a turn and the states they ran in.
 
 The rules in words are in runtime/guard/sentinel.py's docstring; this module holds the data
-they look at (`State`, `Seen`) and the checks, with no clock, no settings object and no I/O.
-A check returns what fired (`Fired`: rule, message, the calls as evidence) or None.
+they look at (`State`, `Seen`, `Patience`) and the checks, with no clock, no settings object
+and no I/O: times come in on the calls. A check returns what fired (`Fired`: rule, message,
+the calls as evidence) or None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from runtime.guard.calls import Effect
+from runtime.guard.calls import OBSERVATION_CHARS, Effect
 from runtime.guard.records import CallEvidence
 
 Fired = tuple[str, str, tuple[CallEvidence, ...]]
@@ -88,7 +90,7 @@ def _agree(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
 class Seen:
     """One call of the turn: its key, the state before it, what it may change, its result."""
 
-    key: str  # tool name and canonical arguments (calls.call_key)
+    key: str  # what the call does (identity.call_identity)
     seq: int  # the call's number in the turn
     state: State
     evidence: CallEvidence
@@ -97,10 +99,48 @@ class Seen:
     measured: bool = True  # the owner measured the world before it
     failed: bool | None = None  # None until its result is seen
     outcome: str | None = None  # digest of pass/fail and the normalised result
+    observed: str | None = None  # digest of the normalised content (calls.observation)
+    observed_chars: int = 0  # its length
+    signature: str | None = None  # a failure's error signature (calls.error_signature)
+    waits: bool = False  # asks to wait (calls.wait_seconds)
+    started: datetime | None = None
+    seconds: float | None = None  # how long it took, once its result is seen
 
     @property
     def name(self) -> str:
         return self.evidence.name
+
+
+@dataclass(frozen=True)
+class Patience:
+    """A poll that waits is given time: rounds that waited `per_round` seconds each (in calls
+    that wait) may repeat the same outcome until they have waited `budget` seconds."""
+
+    per_round: float = 30.0
+    budget: float = 1800.0
+
+    def excuses(self, span: Sequence[Seen], rounds: int) -> bool:
+        waited = waited_in(span)
+        return rounds > 0 and self.per_round * rounds <= waited < self.budget
+
+
+def waited_in(span: Sequence[Seen]) -> float:
+    """Seconds spent in the calls of `span` that wait."""
+    return sum(s.seconds or 0.0 for s in span if s.waits)
+
+
+def _unchanged(calls: list[Seen]) -> list[Seen]:
+    """The last of `calls` whose outcomes agree (an outcome not yet known agrees with any):
+    a poll whose result changed starts again from the change."""
+    run: list[Seen] = []
+    outcome: str | None = None
+    for s in reversed(calls):
+        if s.outcome is not None:
+            if outcome is not None and s.outcome != outcome:
+                break
+            outcome = s.outcome
+        run.append(s)
+    return run[::-1]
 
 
 def repeat(
@@ -110,17 +150,36 @@ def repeat(
     window: int,
     threshold: int,
     log: Sequence[Change] = (),
+    patience: Patience = Patience(),
 ) -> Fired | None:
-    """The same call `threshold` times within the last `window` calls, each in the same state."""
+    """The same call `threshold` times within the last `window` calls, each in the same state,
+    the earlier ones with the same outcome; a poll that waits has `patience`."""
     recent = history[-(window - 1) :] if window > 1 else []
-    same = [s for s in recent if s.key == candidate.key and _same(s, candidate, log)]
+    loop = _unchanged([s for s in history if s.key == candidate.key and _same(s, candidate, log)])
+    same = [s for s in loop if s.seq >= (recent[0].seq if recent else candidate.seq)]
     if len(same) + 1 < threshold:
+        return None
+    # Patience is judged over the whole loop, not only the window: a budget is spent in all.
+    span = _from(list(history), loop[0])
+    if patience.excuses(span, len(loop)):
         return None
     message = (
         f"{candidate.name} called {len(same) + 1} times with the same arguments in the last "
-        f"{window} calls, with nothing changed in between; the last call was stopped before it ran"
+        f"{window} calls, with the same result and nothing changed in between"
+        f"{_waited(span)}; the last call was stopped before it ran"
     )
     return "repeat", message, (*(s.evidence for s in same), candidate.evidence)
+
+
+def _from(calls: list[Seen], first: Seen) -> list[Seen]:
+    """`calls` from `first` on (by identity: two calls can be equal)."""
+    start = next((i for i, s in enumerate(calls) if s is first), 0)
+    return calls[start:]
+
+
+def _waited(span: Sequence[Seen]) -> str:
+    waited = waited_in(span)
+    return f" ({waited:.0f} s spent waiting)" if waited >= 1 else ""
 
 
 def alternation(
@@ -130,9 +189,11 @@ def alternation(
     cycles: int,
     longest: int,
     log: Sequence[Change] = (),
+    patience: Patience = Patience(),
 ) -> Fired | None:
     """The last calls are `cycles` copies of one cycle of 2..`longest` calls (not all the same
-    call), each call in the same state as its copy one cycle earlier."""
+    call), each call in the same state and with the same outcome as its copy one cycle
+    earlier; a cycle that waits has `patience`."""
     if cycles == 0:
         return None
     for length in range(2, longest + 1):
@@ -142,16 +203,35 @@ def alternation(
         run = [*history[len(history) - (span - 1) :], candidate]
         if len({s.key for s in run[:length]}) < 2:
             continue
-        if all(
-            run[i].key == run[i - length].key and _same(run[i - length], run[i], log)
-            for i in range(length, span)
-        ):
-            return (
-                "alternation",
-                _cycle_message(run[:length], cycles),
-                tuple(s.evidence for s in run),
-            )
+        if not all(_copies(run[i - length], run[i], log) for i in range(length, span)):
+            continue
+        # The whole loop, back to where its cycle began: patience is judged over all of it.
+        loop = [*history, candidate]
+        start = len(loop) - span
+        while start > 0 and _copies(loop[start - 1], loop[start - 1 + length], log):
+            start -= 1
+        done = loop[start:-1]
+        if patience.excuses(done, (len(done) + 1) // length - 1):
+            continue
+        return (
+            "alternation",
+            _cycle_message(run[:length], cycles) + _waited(done),
+            tuple(s.evidence for s in run),
+        )
     return None
+
+
+def _copies(earlier: Seen, later: Seen, log: Sequence[Change]) -> bool:
+    """Is `later` the same call as `earlier`, in the same state, with the same outcome?"""
+    return (
+        later.key == earlier.key
+        and _same(earlier, later, log)
+        and _outcomes_agree(earlier.outcome, later.outcome)
+    )
+
+
+def _outcomes_agree(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
 
 
 def _cycle_message(cycle: Sequence[Seen], cycles: int) -> str:
@@ -161,7 +241,7 @@ def _cycle_message(cycle: Sequence[Seen], cycles: int) -> str:
     else:
         head = f"a cycle of {len(cycle)} calls ({names}) ran {cycles} times"
     return (
-        f"{head} with nothing changed from one cycle to the next; "
+        f"{head} with the same results and nothing changed from one cycle to the next; "
         "the last call was stopped before it ran"
     )
 
@@ -169,7 +249,8 @@ def _cycle_message(cycle: Sequence[Seen], cycles: int) -> str:
 def failing(
     history: Sequence[Seen], candidate: Seen, *, threshold: int, log: Sequence[Change] = ()
 ) -> Fired | None:
-    """The call already failed `threshold - 1` times in the same state, the same way each time."""
+    """The call already failed `threshold - 1` times in the same state, the same way each time
+    (by error signature, else by its whole outcome)."""
     if threshold == 0:
         return None
     failed = [
@@ -178,13 +259,70 @@ def failing(
     if len(failed) < threshold - 1:
         return None
     last = failed[len(failed) - (threshold - 1) :]
-    if len({s.outcome for s in last}) != 1:
+    if len({s.signature or s.outcome for s in last}) != 1:
         return None
     message = (
         f"{candidate.name} already failed {len(last)} times with the same arguments and the "
         "same error, and nothing changed since; the next attempt was stopped before it ran"
     )
     return "failing", message, (*(s.evidence for s in last), candidate.evidence)
+
+
+def same_error(
+    history: Sequence[Seen], latest: Seen, *, threshold: int, log: Sequence[Change] = ()
+) -> Fired | None:
+    """`latest` just failed with an error signature that `threshold - 1` earlier calls of the
+    turn failed with too, in the same state, whatever the calls were."""
+    if threshold == 0 or not latest.failed or latest.signature is None:
+        return None
+    alike = [
+        s
+        for s in history
+        if s is not latest and s.failed and s.signature == latest.signature
+        and _same(s, latest, log)
+    ]  # fmt: skip
+    if len(alike) + 1 < threshold:
+        return None
+    calls = (*alike[len(alike) - (threshold - 1) :], latest)
+    names = ", ".join(dict.fromkeys(s.name for s in calls))
+    message = (
+        f"the same error came back {len(calls)} times ({names}) with nothing changed in "
+        "between, whichever way it was asked; the next call was stopped before it ran"
+    )
+    return "failing", message, tuple(s.evidence for s in calls)
+
+
+def same_observation(
+    history: Sequence[Seen],
+    latest: Seen,
+    *,
+    window: int,
+    threshold: int,
+    log: Sequence[Change] = (),
+    patience: Patience = Patience(),
+) -> Fired | None:
+    """`latest`, a read, returned what `threshold - 1` other reads of the last `window` calls
+    returned too, in the same state, and they were not all the same call (that is `repeat`)."""
+    if latest.effect != "read" or latest.failed or latest.observed_chars < OBSERVATION_CHARS:
+        return None
+    recent = list(history[-window:])
+    alike = [
+        s
+        for s in recent
+        if s is not latest and s.observed == latest.observed and not s.failed
+        and _same(s, latest, log)
+    ]  # fmt: skip
+    if len(alike) + 1 < threshold or len({s.key for s in (*alike, latest)}) < 2:
+        return None
+    span = _from(recent, alike[0])
+    if patience.excuses(span, len(alike)):
+        return None
+    names = ", ".join(dict.fromkeys(s.name for s in (*alike, latest)))
+    message = (
+        f"{len(alike) + 1} differently written reads ({names}) returned the same content with "
+        "nothing changed in between; the next call was stopped before it ran"
+    )
+    return "repeat", message, (*(s.evidence for s in alike), latest.evidence)
 
 
 def _same(earlier: Seen, later: Seen, log: Sequence[Change]) -> bool:

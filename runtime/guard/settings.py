@@ -51,6 +51,26 @@ DEFAULT_BOOKKEEPING_TOOLS = (
     "TodoWrite",
 )
 
+# Files a panel keeps for itself: logs, notes, progress and todo files. Their changes are not
+# progress: a loop that appends to its log each round still loops.
+DEFAULT_BOOKKEEPING_FILES = (
+    "*.log",
+    "*.log.[0-9]*",
+    "**/logs/**",
+    "**/log/**",
+    "NOTES.md",
+    "NOTES.txt",
+    "notes/**",
+    "PROGRESS.md",
+    "progress.md",
+    "progress.txt",
+    "TODO.md",
+    "todo.md",
+    ".claude/**",
+    ".mnemara/**",
+    "nohup.out",
+)
+
 
 class SentinelSettings(BaseModel):
     """Thresholds of the runtime sentinel (the rules are in runtime/guard/sentinel.py).
@@ -70,10 +90,17 @@ class SentinelSettings(BaseModel):
     max_cycle_length: int = Field(default=6, ge=2, le=20)  # the longest cycle looked for
     failure_threshold: int = Field(default=3, ge=0, le=100)  # 0 turns it off
     no_progress_turns: int = Field(default=5, ge=0, le=1_000)  # 0 turns it off
+    # A poll that waits at least this long a round (in calls that wait: sleep, a blocking
+    # task read) is patient: it may repeat the same outcome until it has waited wait_budget_s.
+    patient_round_s: float = Field(default=30.0, ge=0, le=86_400)
+    wait_budget_s: float = Field(default=1800.0, ge=0, le=604_800)
     shadow: bool = False
     # Without a measured world (no probe), a success of one of these counts as a change.
     mutating_tools: tuple[str, ...] = DEFAULT_MUTATING_TOOLS
     bookkeeping_tools: tuple[str, ...] = DEFAULT_BOOKKEEPING_TOOLS
+    # Files whose changes are bookkeeping, never progress (globs, relative to the panel's
+    # working directory; `**/` matches any folder, a bare name any file of that name).
+    bookkeeping_files: tuple[str, ...] = DEFAULT_BOOKKEEPING_FILES
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

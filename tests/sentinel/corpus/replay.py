@@ -14,6 +14,8 @@ One sequence per TOML file:
     halt_by = "1.3"              # runaways: halted at this call (turn.call, 1-based) at the
                                  # latest, or at the end of a turn ("6.end")
     polling = true               # a polling loop: its 3rd identical call must be refused
+    category = "spelling"        # the shape it stands for (default: its rule, or "legit");
+                                 # a legitimate look-alike names the shape it looks like
     git = true                   # the world is a git repository (default true)
     ignored = ["build/"]         # paths git ignores
     [files]                      # the files at the start (relative to the repository)
@@ -26,6 +28,13 @@ One sequence per TOML file:
     error = true                 # the result: is_error and content
     content = "1 failed in 0.2s"
     effect = { write = { "src/app.py" = "..." } }
+    seconds = 60                 # how long the call ran (default: the wait it asks for,
+                                 # `sleep 60` or a blocking read's timeout, else 1 s)
+    external = { append = { "build.log" = "..." } }  # changed by others while it ran
+
+Time: the clock starts at 2026-12-01T00:00Z; each call begins `THINK_S` seconds after the one
+before ended (the model's time), and the sentinel reads the clock when the call is judged and
+when its result comes back.
 
 Effects: `write`/`append` (path -> text), `delete` (paths), `slots` (label -> value), `stage`
 (paths, or "all"), `commit`, `checkout` (paths back to the index), `stash`, `stash_pop`,
@@ -41,14 +50,14 @@ import hashlib
 import json
 import tomllib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from runtime.driver import ToolCallRequest
-from runtime.guard.calls import call_key
+from runtime.guard.calls import call_key, wait_seconds
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import SentinelSettings
 from runtime.guard.world import touched_paths
@@ -74,6 +83,9 @@ def show(position: Position | None) -> str:
     return f"{turn}.end" if call == END else f"{turn}.{call}"
 
 
+THINK_S = 5.0
+
+
 @dataclass(frozen=True)
 class Call:
     tool: str
@@ -81,6 +93,14 @@ class Call:
     error: bool
     content: str
     effect: Mapping[str, Any]
+    seconds: float | None = None
+    external: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def took(self) -> float:
+        if self.seconds is not None:
+            return self.seconds
+        return wait_seconds(self.tool, self.input) or 1.0
 
 
 @dataclass(frozen=True)
@@ -91,6 +111,7 @@ class Case:
     rule: str | None
     halt_by: Position | None
     polling: bool
+    category: str
     git: bool
     ignored: tuple[str, ...]
     files: Mapping[str, str]
@@ -144,6 +165,8 @@ def load(path: Path) -> Case:
                 error=bool(c.get("error", False)),
                 content=str(c.get("content", "")),
                 effect=dict(c.get("effect", {})),
+                seconds=c.get("seconds"),
+                external=dict(c.get("external", {})),
             )
             for c in turn.get("calls", [])
         )
@@ -155,6 +178,7 @@ def load(path: Path) -> Case:
         rule=rule,
         halt_by=halt_by,
         polling=bool(data.get("polling", False)),
+        category=str(data.get("category") or (rule if label == "runaway" else "legit")),
         git=bool(data.get("git", True)),
         ignored=tuple(data.get("ignored", ())),
         files={f"{ROOT}/{k}": v for k, v in data.get("files", {}).items()},
@@ -298,10 +322,31 @@ class SimulatedWorld:
             self.remote = str(effect["remote"])
 
 
-def replay(sequence: Case, settings: SentinelSettings | None = None) -> Outcome:
-    """Run `sequence` through a `Sentinel` until it halts (or the sequence ends)."""
+def _sentinel(settings: SentinelSettings, clock: Callable[[], datetime]) -> Any:
+    return Sentinel(settings, clock=clock)
+
+
+def _observe(sentinel: Any, request: ToolCallRequest, world: WorldState) -> Any:
+    return sentinel.observe_call(request, world, root=ROOT)
+
+
+def _end(sentinel: Any, world: WorldState) -> Any:
+    return sentinel.end_turn(world, root=ROOT)
+
+
+def replay(
+    sequence: Case,
+    settings: SentinelSettings | None = None,
+    *,
+    make: Callable[[SentinelSettings, Callable[[], datetime]], Any] = _sentinel,
+    observe: Callable[[Any, ToolCallRequest, WorldState], Any] = _observe,
+    end: Callable[[Any, WorldState], Any] = _end,
+) -> Outcome:
+    """Run `sequence` through a `Sentinel` until it halts (or the sequence ends). `make`,
+    `observe` and `end` let a bench run the same replay through another sentinel."""
     settings = settings or SentinelSettings()
-    sentinel = Sentinel(settings, clock=lambda: datetime(2026, 12, 1, tzinfo=UTC))
+    clock = [datetime(2026, 12, 1, tzinfo=UTC)]
+    sentinel = make(settings, lambda: clock[0])
     world = SimulatedWorld(sequence)
     outcome = Outcome(sequence, third_identical=third_identical_call(sequence))
     ids = 0
@@ -311,7 +356,8 @@ def replay(sequence: Case, settings: SentinelSettings | None = None) -> Outcome:
         for c, call in enumerate(calls, start=1):
             ids += 1
             request = ToolCallRequest(f"toolu_{ids:04d}", call.tool, dict(call.input))
-            verdict = sentinel.observe_call(request, world.measure(touched_paths(request, ROOT)))
+            clock[0] += timedelta(seconds=THINK_S)
+            verdict = observe(sentinel, request, world.measure(touched_paths(request, ROOT)))
             outcome.calls += 1
             if verdict.record is not None and verdict.record.shadow:
                 outcome.shadow_records.append(f"{show((t, c))} {verdict.record.rule}")
@@ -320,8 +366,10 @@ def replay(sequence: Case, settings: SentinelSettings | None = None) -> Outcome:
                 outcome.message = verdict.record.message
                 return outcome
             world.apply(call)
+            world.apply_effect(call.external)
+            clock[0] += timedelta(seconds=call.took)
             sentinel.observe_result(request.tool_use_id, is_error=call.error, content=call.content)
-        verdict = sentinel.end_turn(world.measure(()))
+        verdict = end(sentinel, world.measure(()))
         if verdict.record is not None and verdict.record.shadow:
             outcome.shadow_records.append(f"{show((t, END))} {verdict.record.rule}")
         if verdict.halt and verdict.record is not None:

@@ -1,0 +1,258 @@
+"""What the sentinel sees in a tool call: its key, its effect, the digest of its result. Pure.
+
+`call_key(name, input)` is the tool name and its canonical arguments: two calls with the same
+key are the same call. Keys are sorted and the JSON is compact; whitespace inside values is
+kept, so an Edit retried with corrected indentation is a different call. So that calls that
+differ only in how long they wait or which time they name compare equal:
+
+- a Bash command is parsed and respelt (commands.py): words joined by one
+  space, quoting made canonical, simple commands joined by ` ; `; its `description` input
+  is left out. `sleep N`, `timeout N`, `watch -n N` and the values of wait-like options
+  (`--timeout`, `--wait`, `--interval`, `--delay`, `--since`, `--until`, `--poll...`,
+  `--max-time`) become `<n>`; ISO-8601 date-times anywhere, and `since=`/`until=`-style
+  query values, become `<time>`. Each run of consecutive option words is sorted
+  (`pytest -x -q` is `pytest -q -x`): the program, its subcommand and every positional word
+  stay where they are, and nothing moves across `--` (nor in `find`, whose options are an
+  expression). A command outside the lexer's subset is kept as written (its here-document
+  bodies are data), with only the wait and time substitutions;
+- for other tools, except the file writers (Write, Edit, MultiEdit, NotebookEdit, compared
+  exactly), the values of wait-like keys (`timeout`, `wait`, `seconds`, `delay`, `interval`,
+  `sleep`, `since`, `until`, `poll...`, `backoff`) become `<n>`, and date-times in strings
+  `<time>`.
+
+`effect_of` says what a call may change: "notes" (the panel's own bookkeeping: memory, slots,
+todo list, window care), "files" (a file writer, measured by content), "read", "test" (a
+test run or checker: its outcome is recorded) or "change" (anything else: a Bash command that
+may change something, an external tool).
+
+`normalise_output` strips from a result what changes from run to run: ANSI codes, date-times
+and clock times, durations (`0.42s`, `12ms`, `1m3s`, `3 minutes ago`), hex addresses, UUIDs,
+temporary paths (`/tmp/...`, `/var/folders/...`), process ids; it keeps 64 KiB (head and
+tail). `outcome_digest` hashes pass/fail with the normalised result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, Literal
+
+from runtime.guard.commands import segments
+from runtime.guard.programs import classify
+
+Effect = Literal["notes", "files", "read", "test", "change"]
+
+FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+READ_TOOLS = frozenset(
+    {
+        "Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoRead",
+        "BashOutput", "TaskOutput", "ListMcpResourcesTool", "ReadMcpResourceTool",
+        # The panel's own memory, read back.
+        "mcp__mnemara__wiki_read", "mcp__mnemara__wiki_list", "mcp__mnemara__memory_search",
+        "mcp__mnemara__graph_neighbors", "mcp__mnemara__graph_match", "mcp__mnemara__graph_path",
+        "mcp__mnemara__graph_query",
+    }
+)  # fmt: skip
+# An MCP tool (`mcp__server__name`) whose name starts so is taken to read.
+_READ_PREFIXES = (
+    "read", "list", "get", "search", "inspect", "query", "show", "view", "fetch", "find",
+    "check", "describe", "status", "poll", "wait", "watch", "count", "lookup", "peek",
+)  # fmt: skip
+OUTPUT_LIMIT = 64 * 1024
+
+_WAIT_KEY = re.compile(r"timeout|wait|sleep|interval|delay|seconds|since|until|poll|backoff", re.I)
+_WAIT_OPTION = re.compile(
+    r"^--?[\w-]*(timeout|wait|sleep|interval|delay|since|until|poll|max-time|backoff)[\w-]*$",
+    re.I,
+)
+_WAIT_VALUE = re.compile(r"^\d+(\.\d+)?(ns|us|ms|s|m|h|d)?$|^\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}(:|%3A)\d{2}((:|%3A)\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:|%3A)?\d{2})?",
+    re.I,
+)
+_QUERY_TIME = re.compile(r"\b(since|until|after|before|timestamp|ts)=(\d[^&\s'\"]*)", re.I)
+_SLEEP_RAW = re.compile(r"\b(sleep|timeout)(\s+)\d+(\.\d+)?[smhd]?\b")
+_WAIT_OPTION_RAW = re.compile(
+    r"(--?[\w-]*(?:timeout|wait|sleep|interval|delay|since|until|poll|max-time)[\w-]*)"
+    r"(=\S+|\s+\d+(?:\.\d+)?[smhd]?\b)",
+    re.I,
+)
+_NO_REORDER = frozenset({"find", "ffmpeg", "java", "iptables", "convert", "magick", "sox"})
+
+
+def canonical_arguments(value: Any) -> str:
+    """Sorted keys, compact JSON; whitespace inside values is significant."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def call_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """The canonical arguments of a call to `name` (see the module docstring)."""
+    if name in FILE_TOOLS:
+        return canonical_arguments(dict(arguments))
+    if name == "Bash":
+        rest = {k: v for k, v in arguments.items() if k not in ("command", "description")}
+        normalised = _normalise_value(rest)
+        command = arguments.get("command")
+        if isinstance(command, str):
+            normalised["command"] = normalise_command(command)
+        return canonical_arguments(normalised)
+    return canonical_arguments(_normalise_value(dict(arguments)))
+
+
+def _normalise_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _times(value)
+    if isinstance(value, Mapping):
+        return {
+            str(k): "<n>" if _WAIT_KEY.search(str(k)) and _scalar(v) else _normalise_value(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_normalise_value(v) for v in value]
+    return value
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _times(text: str) -> str:
+    text = _DATETIME.sub("<time>", text)
+    return _QUERY_TIME.sub(lambda m: f"{m.group(1)}=<time>", text)
+
+
+def normalise_command(command: str) -> str:
+    """A Bash command respelt for comparison (see the module docstring)."""
+    parts = segments(command)
+    if not parts or not all(p.parsed for p in parts):
+        text = _SLEEP_RAW.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", command.strip())
+        text = _WAIT_OPTION_RAW.sub(lambda m: m.group(1) + _placeholder(m.group(2)), text)
+        return _times(text)
+    spelled = []
+    for part in parts:
+        words = _normalise_words(list(part.words), list(part.spelled), list(part.quoted))
+        spelled.append(" ".join((*part.prefix, *words, *part.redirects)))
+    return " ; ".join(spelled)
+
+
+def _placeholder(value: str) -> str:
+    return "=<n>" if value.startswith("=") else value[: len(value) - len(value.lstrip())] + "<n>"
+
+
+def _normalise_words(values: list[str], spelled: list[str], quoted: list[bool]) -> list[str]:
+    program = values[0].rsplit("/", 1)[-1] if values else ""
+    waits = _wait_positions(program, values)
+    out = list(spelled)
+    for i, value in enumerate(values):
+        name = value.split("=", 1)[0]
+        if i in waits or (i and _WAIT_OPTION.match(values[i - 1]) and _WAIT_VALUE.match(value)):
+            out[i] = "<n>"
+        elif not quoted[i] and "=" in value and _WAIT_OPTION.match(name):
+            out[i] = name + "=<n>"
+        else:
+            out[i] = _times(out[i])
+    if program in _NO_REORDER:
+        return out
+    options = [not q and _is_option(v) for v, q in zip(values, quoted, strict=True)]
+    return _sort_option_runs(out, options)
+
+
+def _wait_positions(program: str, values: list[str]) -> set[int]:
+    """The words that say how long to wait: `sleep N`, `timeout [opts] N`, `watch -n N`."""
+    if program == "sleep":
+        return {i for i, v in enumerate(values) if i and _WAIT_VALUE.match(v)}
+    if program == "timeout":
+        first = next((i for i, v in enumerate(values) if i and _WAIT_VALUE.match(v)), None)
+        return set() if first is None else {first}
+    if program == "watch":
+        return {i for i, v in enumerate(values) if i and values[i - 1] in ("-n", "--interval")}
+    return set()
+
+
+def _is_option(word: str) -> bool:
+    return word.startswith("-") and word not in ("-", "--")
+
+
+def _sort_option_runs(words: list[str], options: list[bool]) -> list[str]:
+    """Sort each run of consecutive option words in place; stop at `--`."""
+    out: list[str] = []
+    run: list[str] = []
+    for i, word in enumerate(words):
+        if word == "--":
+            out += sorted(run)
+            return [*out, *words[i:]]
+        if options[i]:
+            run.append(word)
+            continue
+        out += sorted(run)
+        run = []
+        out.append(word)
+    return out + sorted(run)
+
+
+def effect_of(name: str, arguments: Mapping[str, Any], notes: Collection[str]) -> Effect:
+    """What a call may change (see the module docstring); `notes` are the bookkeeping tools."""
+    if name in notes:
+        return "notes"
+    if name in FILE_TOOLS:
+        return "files"
+    if name == "Bash":
+        command = arguments.get("command")
+        if not isinstance(command, str):
+            return "change"
+        kind = classify(command)
+        if kind.changes:
+            return "change"
+        return "test" if kind.tests else "read"
+    if name in READ_TOOLS:
+        return "read"
+    if name.startswith("mcp__"):
+        tool = name.rsplit("__", 1)[-1].lower()
+        if tool.startswith(_READ_PREFIXES):
+            return "read"
+    return "change"
+
+
+def runs_tests(name: str, arguments: Mapping[str, Any]) -> bool:
+    """Is this a Bash command that runs tests or a checker (its outcome is recorded)?"""
+    command = arguments.get("command")
+    return name == "Bash" and isinstance(command, str) and classify(command).tests
+
+
+# -- results ----------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b")
+_DURATION = re.compile(
+    r"\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|days?)\b"
+    r"|\b\d+m\d+(\.\d+)?s\b",
+    re.I,
+)
+_HEX = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+_TMP = re.compile(r"(/private)?/(tmp|var/tmp|var/folders)/[^\s'\"():,;]*")
+_PID = re.compile(r"\b(pid|PID|process)([ =:#]+)\d+")
+
+
+def normalise_output(text: str) -> str:
+    """A tool's result without what changes from run to run (see the module docstring)."""
+    if len(text) > OUTPUT_LIMIT:
+        half = OUTPUT_LIMIT // 2
+        text = text[:half] + "\n<...>\n" + text[-half:]
+    text = _ANSI.sub("", text)
+    text = _DATETIME.sub("<time>", text)
+    text = _CLOCK.sub("<time>", text)
+    text = _UUID.sub("<uuid>", text)
+    text = _TMP.sub("<tmp>", text)
+    text = _HEX.sub("0x<addr>", text)
+    text = _PID.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", text)
+    text = _DURATION.sub("<dur>", text)
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def outcome_digest(is_error: bool, content: str) -> str:
+    """Pass or fail, with the normalised result, as one short hash."""
+    data = ("fail\0" if is_error else "pass\0") + normalise_output(content)
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:32]
