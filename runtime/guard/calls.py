@@ -21,7 +21,8 @@ differ only in how long they wait or which time they name compare equal:
   `<time>`.
 
 `effect_of` says what a call may change: "notes" (the panel's own bookkeeping: memory, slots,
-todo list, window care), "files" (a file writer, measured by content), "read", "test" (a
+todo list, window care), "files" (a file writer, or a command whose only changes are writes
+redirected into the files it names: measured by content), "read", "test" (a
 test run or checker: its outcome is recorded) or "change" (anything else: a Bash command that
 may change something, an external tool).
 
@@ -29,17 +30,21 @@ may change something, an external tool).
 and clock times, durations (`0.42s`, `12ms`, `1m3s`, `3 minutes ago`), hex addresses, UUIDs,
 object ids (hex words of 7 to 40 digits that hold a digit and a letter: commit, container
 and image ids), `id=`-style values, attempt counters (`attempt 3`, `retry #2`), temporary
-paths (`/tmp/...`, `/var/folders/...`), process ids; it keeps 64 KiB (head and tail).
+paths (`/tmp/...`, `/var/folders/...`), process ids, and `./` in front of a path; it keeps
+64 KiB (head and tail); `as_read` takes a Read's line numbers off first.
 `outcome_digest` hashes pass/fail with the normalised result; `observation` hashes the
 normalised content alone (None when it says nothing: blank, or a tool's word for nothing
 found), so two calls that return the same thing share it whatever they were; the rule that
 compares different calls by it looks only at results of `OBSERVATION_CHARS` or more.
 
-`error_signature` is what a failure says, whatever produced it: the lines of its normalised
-output that name an error (`error`, `failed`, `not found`, `denied`, ...), with numbers
-masked, shell prefixes (`bash: line 1:`) and the `Exit code N` line left out, the last
-`SIGNATURE_LINES` of them. A failure that names no error has no signature (a silent
-`exit 1`, a grep that matched nothing): it is never taken for another command's failure.
+`error_signature` is what a failure says, whatever produced it: the set of the lines of its
+normalised output that name an error (`error`, `failed`, `not found`, `denied`, ...), each
+made canonical (`canonical_error`: lower case, no quotes or `./`, the tool's name and a test
+runner's marker taken off, numbers masked, an operating-system error reduced to its phrase
+and the paths it names), shell prefixes (`bash: line 1:`), the `Exit code N` line and test
+summaries (`1 failed`) left out. Two failures are the same error when they share a line. A
+failure that names no error has an empty signature (a silent `exit 1`, a grep that matched
+nothing): it is never taken for another command's failure.
 
 `wait_seconds` says whether a call waits and for how long it asks to: `sleep N`, a blocking
 read of a background task (`TaskOutput`/`BashOutput` with `block`), or wait-like inputs of
@@ -51,7 +56,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from collections.abc import Collection, Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 from runtime.guard.commands import segments
@@ -218,6 +226,8 @@ def effect_of(name: str, arguments: Mapping[str, Any], notes: Collection[str]) -
         if not isinstance(command, str):
             return "change"
         kind = classify(command)
+        if kind.writes_only:
+            return "files"
         if kind.changes:
             return "change"
         return "test" if kind.tests else "read"
@@ -258,7 +268,14 @@ OBSERVATION_CHARS = 40  # shorter results ("ok", "done", "3") are too common to 
 NOTHING_FOUND = frozenset(
     {"(Bash completed with no output)", "No matches found", "No files found", "(no content)"}
 )
-SIGNATURE_LINES = 5
+SIGNATURE_CHARS = 300
+_LINE_NUMBER = re.compile(r"^ *\d+(\t|\u2192)", re.M)
+_LEADING_DOT = re.compile(r"(^|\s)\./(?=\w)", re.M)
+_QUOTES = re.compile(r"[\"'`\u2018\u2019]")
+_DOT_SLASH = re.compile(r"(^|[\s:(=])\./")
+_MARKER = re.compile(r"^(e\s+|>+\s*|error:\s*|\[error\]\s*)")
+_PROGRAM = re.compile(r"^[\w.-]+:\s+(?=\S)")
+_SUMMARY = re.compile(r"^(=+\s*)?<n> (failed|errors?|error)\b")
 _ERROR_WORDS = re.compile(
     r"error|exception|fail|fatal|denied|not found|no such|cannot|can't|could not|unable|"
     r"refused|timed out|timeout|invalid|missing|unknown|not allowed|forbidden|panic|abort",
@@ -288,7 +305,14 @@ def normalise_output(text: str) -> str:
     text = _ID_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}<id>", text)
     text = _ATTEMPT.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", text)
     text = _DURATION.sub("<dur>", text)
+    text = _LEADING_DOT.sub(r"\1", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def as_read(name: str, content: str) -> str:
+    """A Read's result without the line numbers it puts in front of each line (`     1\t`,
+    `1→`), so it compares with the same file printed by `cat`."""
+    return _LINE_NUMBER.sub("", content) if name == "Read" else content
 
 
 def outcome_digest(is_error: bool, content: str) -> str:
@@ -306,17 +330,40 @@ def observation(content: str) -> tuple[str | None, int]:
     return _hash("seen\0" + text), len(text)
 
 
-def error_signature(content: str) -> str | None:
-    """What a failure says, whatever produced it (module docstring); None: it names nothing."""
-    lines = []
-    for line in normalise_output(content).splitlines():
-        line = _SHELL_PREFIX.sub("", line.strip())
+def error_signature(content: str) -> frozenset[str]:
+    """What a failure says, whatever produced it (module docstring): its error lines, each
+    made canonical; empty when it names no error."""
+    lines: set[str] = set()
+    for raw in normalise_output(content).splitlines():
+        line = _SHELL_PREFIX.sub("", raw.strip())
         if not line or _EXIT_CODE.fullmatch(line) or not _ERROR_WORDS.search(line):
             continue
-        lines.append(_NUMBER.sub("<n>", line))
-    if not lines:
-        return None
-    return _hash("error\0" + "\n".join(lines[-SIGNATURE_LINES:]))
+        line = canonical_error(line)
+        if line and not _SUMMARY.match(line):
+            lines.add(line[:SIGNATURE_CHARS])
+    return frozenset(lines)
+
+
+def canonical_error(line: str) -> str:
+    """One error line without what its tool adds: case, quotes, `./`, the tool's name in
+    front, a test runner's marker; an error of the operating system (equivalents.toml
+    [errors]) becomes its phrase and the paths the line names."""
+    line = _QUOTES.sub("", line.lower())
+    line = _DOT_SLASH.sub(r"\1", line)
+    line = _MARKER.sub("", line)
+    for _ in range(2):
+        line = _PROGRAM.sub("", line, count=1)
+    for phrase in error_phrases():
+        if phrase in line:
+            paths = sorted({w.rstrip(":,;") for w in line.split() if "/" in w or "." in w[1:]})
+            return " ".join((phrase, *paths))
+    return _NUMBER.sub("<n>", line).strip()
+
+
+@cache
+def error_phrases() -> tuple[str, ...]:
+    data = tomllib.loads(Path(__file__).with_name("equivalents.toml").read_text("utf-8"))
+    return tuple(data["errors"]["phrases"])
 
 
 def hashed(*parts: str) -> str:

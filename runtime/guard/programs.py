@@ -26,6 +26,9 @@ from runtime.guard.commands import INTERPRETERS, Segment, is_null_device, segmen
 class CommandClass:
     changes: bool  # may change something: a file, a package, the network, the shell
     tests: bool  # runs tests or a checker, whose outcome the sentinel records
+    # Its only changes are writes redirected into files (`echo x >> notes.log`): files the
+    # command names, which the world probe measures, so the change is not opaque.
+    writes_only: bool = False
 
 
 _SHELL_STATE = frozenset(
@@ -128,12 +131,14 @@ def classify(command: str) -> CommandClass:
         changes = all(k == "state" for k in kinds)  # `cd x` alone moves the shell
     else:
         changes = "change" in kinds
-    return CommandClass(changes=changes, tests=tests)
+    writes_only = changes and all(_segment_kind(s, writes=False) in ("read", "test") for s in parts)
+    return CommandClass(changes=changes, tests=tests, writes_only=writes_only)
 
 
-def _segment_kind(segment: Segment) -> str:
-    """ "read", "test", "change", or "state" (cd, export: the shell's own state)."""
-    if any(not is_null_device(t) for t in segment.writes):
+def _segment_kind(segment: Segment, *, writes: bool = True) -> str:
+    """ "read", "test", "change", or "state" (cd, export: the shell's own state); with
+    `writes` False, what the program does leaving its redirections aside."""
+    if writes and any(not is_null_device(t) for t in segment.writes):
         return "change"
     words = list(segment.words)
     while words and "=" in words[0] and not words[0].startswith("="):

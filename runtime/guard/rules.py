@@ -101,7 +101,7 @@ class Seen:
     outcome: str | None = None  # digest of pass/fail and the normalised result
     observed: str | None = None  # digest of the normalised content (calls.observation)
     observed_chars: int = 0  # its length
-    signature: str | None = None  # a failure's error signature (calls.error_signature)
+    signature: frozenset[str] = frozenset()  # a failure's error lines (calls.error_signature)
     waits: bool = False  # asks to wait (calls.wait_seconds)
     started: datetime | None = None
     seconds: float | None = None  # how long it took, once its result is seen
@@ -247,10 +247,15 @@ def _cycle_message(cycle: Sequence[Seen], cycles: int) -> str:
 
 
 def failing(
-    history: Sequence[Seen], candidate: Seen, *, threshold: int, log: Sequence[Change] = ()
+    history: Sequence[Seen],
+    candidate: Seen,
+    *,
+    threshold: int,
+    log: Sequence[Change] = (),
+    patience: Patience = Patience(),
 ) -> Fired | None:
     """The call already failed `threshold - 1` times in the same state, the same way each time
-    (by error signature, else by its whole outcome)."""
+    (by error signature, else by its whole outcome); retries that back off have `patience`."""
     if threshold == 0:
         return None
     failed = [
@@ -259,7 +264,13 @@ def failing(
     if len(failed) < threshold - 1:
         return None
     last = failed[len(failed) - (threshold - 1) :]
-    if len({s.signature or s.outcome for s in last}) != 1:
+    signatures = [s.signature for s in last]
+    if all(signatures):
+        if not frozenset.intersection(*signatures):
+            return None
+    elif len({s.outcome for s in last}) != 1:
+        return None
+    if patience.excuses(_from(list(history), last[0]), len(last)):
         return None
     message = (
         f"{candidate.name} already failed {len(last)} times with the same arguments and the "
@@ -269,21 +280,32 @@ def failing(
 
 
 def same_error(
-    history: Sequence[Seen], latest: Seen, *, threshold: int, log: Sequence[Change] = ()
+    history: Sequence[Seen],
+    latest: Seen,
+    *,
+    threshold: int,
+    log: Sequence[Change] = (),
+    patience: Patience = Patience(),
 ) -> Fired | None:
     """`latest` just failed with an error signature that `threshold - 1` earlier calls of the
-    turn failed with too, in the same state, whatever the calls were."""
-    if threshold == 0 or not latest.failed or latest.signature is None:
+    turn failed with too, in the same state, whatever the calls were; retries that back off
+    have `patience`."""
+    if threshold == 0 or not latest.failed or not latest.signature:
         return None
-    alike = [
-        s
-        for s in history
-        if s is not latest and s.failed and s.signature == latest.signature
-        and _same(s, latest, log)
-    ]  # fmt: skip
+    common, alike = latest.signature, list[Seen]()
+    for s in reversed(history):
+        if len(alike) + 1 >= threshold:
+            break
+        if s is latest or not s.failed or not (s.signature & common):
+            continue
+        if _same(s, latest, log):
+            common &= s.signature
+            alike.append(s)
     if len(alike) + 1 < threshold:
         return None
-    calls = (*alike[len(alike) - (threshold - 1) :], latest)
+    calls = (*reversed(alike), latest)
+    if patience.excuses(_from(list(history), calls[0]), len(calls) - 1):
+        return None
     names = ", ".join(dict.fromkeys(s.name for s in calls))
     message = (
         f"the same error came back {len(calls)} times ({names}) with nothing changed in "

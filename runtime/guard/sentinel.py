@@ -62,7 +62,8 @@ Rules within a turn (the history resets when the turn ends):
                 the same state with the same error signature: stopped before it runs. And
                 across actions: a failure whose signature `failure_threshold - 1` earlier
                 failures of the turn had, in the same state, stops the next call, whatever
-                command or tool produced it. A change in between re-arms both.
+                command or tool produced it. A change in between re-arms both; retries that
+                back off (30 s a round) have patience.
 Across turns, judged when a turn ends with a measured world:
 - no_progress:  `no_progress_turns` turns in a row (5) that made tool calls, ended in a state
                 already seen at the end of one of the last `END_STATES` turns (files, git
@@ -80,10 +81,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from fnmatch import fnmatchcase
 
 from runtime.driver import ToolCallRequest
+from runtime.guard.bookkeeping import is_bookkeeping
 from runtime.guard.calls import (
+    as_read,
     call_key,
     canonical_arguments,
     effect_of,
@@ -240,21 +242,24 @@ class Sentinel:
         if seen is None:
             return
         seen.failed = is_error
+        content = as_read(seen.name, content)
         seen.outcome = outcome_digest(is_error, content)
         if not is_error:
             seen.observed, seen.observed_chars = observation(content)
-        elif (signature := error_signature(content)) is not None:
+        else:
             # A file tool's errors do not name what they were about ("String to replace not
             # found"): its signature is its own, so two different edits never share one.
-            own = seen.effect == "files"
-            seen.signature = hashed(seen.key, signature) if own else signature
+            signature = error_signature(content)
+            if seen.effect == "files":
+                signature = frozenset(hashed(seen.key, line) for line in signature)
+            seen.signature = signature
         if seen.started is not None:
             seen.seconds = max(0.0, (self._clock() - seen.started).total_seconds())
         seen.evidence = replace(seen.evidence, failed=is_error)
         if seen.effect != "notes":
-            learnt = seen.observed or seen.signature
-            if learnt is not None:
-                self._now.observed[learnt] = None
+            for learnt in (seen.observed, *sorted(seen.signature)):
+                if learnt is not None:
+                    self._now.observed[learnt] = None
         if seen.tests:
             self._tests = {**self._tests, seen.key: seen.outcome}
         self._judge_result(seen)
@@ -282,14 +287,7 @@ class Sentinel:
         )
 
     def _bookkeeping(self, path: str, root: str | None) -> bool:
-        relative = canonical_path(path, root)
-        name = relative.rsplit("/", 1)[-1]
-        for pattern in self.settings.bookkeeping_files:
-            if fnmatchcase(relative, pattern) or fnmatchcase(name, pattern):
-                return True
-            if pattern.startswith("**/") and fnmatchcase(relative, pattern[3:]):
-                return True
-        return False
+        return is_bookkeeping(canonical_path(path, root), self.settings.bookkeeping_files)
 
     def _tests_with(self, world: WorldState) -> dict[str, str]:
         if not world.test_results:
@@ -335,14 +333,24 @@ class Sentinel:
                 log=log,
                 patience=self._patience,
             )
-            or failing(self._now.seen, candidate, threshold=settings.failure_threshold, log=log)
+            or failing(
+                self._now.seen,
+                candidate,
+                threshold=settings.failure_threshold,
+                log=log,
+                patience=self._patience,
+            )
         )
 
     def _judge_result(self, latest: Seen) -> None:
         settings = self.settings
         log = self._now.changes
         fired = same_error(
-            self._now.seen, latest, threshold=settings.failure_threshold, log=log
+            self._now.seen,
+            latest,
+            threshold=settings.failure_threshold,
+            log=log,
+            patience=self._patience,
         ) or same_observation(
             self._visible(latest.effect),
             latest,

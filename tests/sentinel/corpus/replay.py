@@ -4,7 +4,8 @@ Used by tests/sentinel/test_corpus.py and bench/sentinel_corpus.py. Nothing here
 disk but the corpus files: the world is a dict of file contents, hashed for real (sha256)
 the way world.py hashes files, so an identical rewrite hashes the same; the files a call
 touches are found by the real `touched_paths` (Bash words included) and measured before
-every call and at the end of every turn, as the guard does.
+every call and at the end of every turn, as the guard does; contents are hashed with their
+timestamps masked and bookkeeping files are left out of the git digest, as world.py does.
 
 One sequence per TOML file:
 
@@ -46,7 +47,6 @@ they are to the real probe.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tomllib
 from collections import OrderedDict
@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.driver import ToolCallRequest
+from runtime.guard.bookkeeping import content_digest, is_bookkeeping
 from runtime.guard.calls import call_key, wait_seconds
 from runtime.guard.sentinel import Sentinel, WorldState
 from runtime.guard.settings import SentinelSettings
@@ -201,14 +202,15 @@ def load_all(directory: Path = CORPUS) -> list[Case]:
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return content_digest(text.encode("utf-8"))  # timestamps masked, as world.py hashes
 
 
 class SimulatedWorld:
     """Files, slots and a git repository as plain dicts, measured as world.py measures."""
 
-    def __init__(self, sequence: Case) -> None:
+    def __init__(self, sequence: Case, bookkeeping: Sequence[str] = ()) -> None:
         self.name = sequence.name
+        self.bookkeeping = tuple(bookkeeping)
         self.files: dict[str, str] = dict(sequence.files)
         self.slots: dict[str, str] = {}
         self.git = sequence.git
@@ -237,7 +239,11 @@ class SimulatedWorld:
     def _git_digest(self) -> str | None:
         if not self.git:
             return None
-        paths = {p for p in (*self.index, *self.files) if not self._ignored(p)}
+        paths = {
+            p
+            for p in (*self.index, *self.files)
+            if not self._ignored(p) and not is_bookkeeping(self._relative(p), self.bookkeeping)
+        }
         changed = {
             p: _sha(self.files[p]) if p in self.files else "gone"
             for p in sorted(paths)
@@ -347,7 +353,7 @@ def replay(
     settings = settings or SentinelSettings()
     clock = [datetime(2026, 12, 1, tzinfo=UTC)]
     sentinel = make(settings, lambda: clock[0])
-    world = SimulatedWorld(sequence)
+    world = SimulatedWorld(sequence, settings.bookkeeping_files)
     outcome = Outcome(sequence, third_identical=third_identical_call(sequence))
     ids = 0
     for t, (external, calls) in enumerate(sequence.turns, start=1):

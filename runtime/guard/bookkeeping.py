@@ -1,0 +1,44 @@
+"""What is bookkeeping, not progress: the files a panel keeps for itself, and timestamps. Pure.
+
+A file is bookkeeping when its path relative to the panel's working directory matches one of
+`SentinelSettings.bookkeeping_files` (globs: `*.log`, `**/logs/**`, `NOTES.md`, ...): a bare
+name matches that name in any folder, `**/` any folders in front. Its changes are left out
+of the state the sentinel compares (the touched files and the git digest alike).
+
+A file's content is compared with its date-times and clock times masked (`content_digest`),
+so a file whose only change is a timestamp ("updated 12:04:31") has not changed. Text files
+only, up to `MASKED_BYTES`; anything else is hashed as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+MASKED_BYTES = 1024 * 1024
+_STAMP = re.compile(
+    rb"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?"
+    rb"|\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"
+)
+
+
+def is_bookkeeping(relative: str, patterns: Iterable[str]) -> bool:
+    """Does the path (relative to the working directory) match one of the globs?"""
+    name = relative.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        if fnmatchcase(relative, pattern):
+            return True
+        if "/" not in pattern and fnmatchcase(name, pattern):
+            return True
+        if pattern.startswith("**/") and fnmatchcase(relative, pattern[3:]):
+            return True
+    return False
+
+
+def content_digest(data: bytes) -> str:
+    """sha256 of the content with its timestamps masked (text up to MASKED_BYTES)."""
+    if len(data) <= MASKED_BYTES and b"\0" not in data:
+        data = _STAMP.sub(b"<time>", data)
+    return hashlib.sha256(data).hexdigest()
