@@ -75,11 +75,12 @@ DEFAULT_BOOKKEEPING_FILES = (
 class SentinelSettings(BaseModel):
     """Thresholds of the runtime sentinel (the rules are in runtime/guard/sentinel.py).
 
-    The defaults are set so that no session of the labelled corpus (tests/sentinel/corpus)
-    that is legitimate is halted, and every polling loop is stopped before its third call:
-    a call repeated 3 times within 8 calls (notes aside) with nothing changed, a cycle of
-    2 to 6 calls run twice, the same failure 3 times, or 5 turns in a row that change and
-    learn nothing.
+    The defaults are set so that no legitimate session of the labelled corpus
+    (tests/sentinel/corpus) nor of the real sessions (bench/real_sessions.py) is halted, and
+    every tight polling loop is stopped before its third call: an action repeated 3 times
+    within 8 calls (notes aside) with the same result and nothing changed, a cycle of 2 to 6
+    calls run twice, the same error 3 times, or 5 turns in a row that end in a state already
+    seen and learn nothing; a poll that waits 30 s a round may go on for 1800 s of waiting.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
