@@ -8,9 +8,12 @@ working directory writable), and every MCP server the session used configured. P
 to a scratch layout: the session's working directory becomes the panel's, its home a home of
 the bench's. The world the sentinel measures is simulated from the transcript: a Write or
 Edit changes its file, a Bash command changes the files it writes (the policy's own reading
-of the command) and a git command that moves the tree changes the tree; a read that returns
-other content than the same read before, and a background job's notice, are changes made
-from outside. An ask is answered yes and a denied or halted call is counted and the replay
+of the command) and a git command that moves the tree changes the tree; a read (Read, or a
+Bash command that only reads, by what it does) that returns other content than the same
+read before, masked as the sentinel masks results, and a notice, applied between the calls
+where it came in, are changes made from outside; a background job (Bash in the background,
+Monitor) writes to its output file between any two measurements until a notice says it
+ended, as the real probe would see the file grow. An ask is answered yes and a denied or halted call is counted and the replay
 goes on (a halt is lifted), so one early refusal does not hide the rest.
 
     .venv/bin/python bench/real_sessions.py [--sessions DIR] [--unconfined] [--show N]
