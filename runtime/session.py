@@ -125,7 +125,10 @@ class Session:
         if guard is None:
             guard = Guard(approver, GuardSettings(config.limits, config.runtime_sentinel))
         guard.policy = approver
-        guard.world = WorkingTree(cwd, self._slot_values, git=git_probe)
+        if isinstance(guard.world, WorkingTree):
+            guard.world.close()  # a kept guard's world of an earlier session: its watch ends
+        self.world = WorkingTree(cwd, self._slot_values, git=git_probe)
+        guard.world = self.world
         guard.on_record.append(self._log_record)
         self.guard = guard
         self.approver: Approver = guard  # what the driver asks about every call
@@ -143,6 +146,11 @@ class Session:
         self._turns = 0
         self.tools: tuple[ToolSpec, ...] = ()
         self.tools = (*build_tools(self), *tools)
+
+    def close(self) -> None:
+        """End what the session holds beyond its store: the working tree's watch (an inotify
+        descriptor). The guard may outlive the session; its next measure asks git in full."""
+        self.world.close()
 
     # -- configuration changes (persisted) ---------------------------------------------------
 

@@ -11,15 +11,9 @@ import anyio
 import pytest
 
 from runtime.driver import ToolCallRequest
-from runtime.guard import world
-from runtime.guard.world import (
-    FileHasher,
-    WorkingTree,
-    git_snapshot,
-    git_state,
-    parse_status,
-    touched_paths,
-)
+from runtime.guard import gitstatus
+from runtime.guard.gitstatus import git_snapshot, git_state, parse_status
+from runtime.guard.world import FileHasher, WorkingTree, touched_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -57,11 +51,11 @@ async def test_outside_git_no_git_process_is_started(
 ) -> None:
     started: list[tuple[str, ...]] = []
 
-    async def recording(cwd: Path, *args: str) -> None:
+    async def recording(cwd: Path, *args: str, **_: object) -> None:
         started.append(args)
         return None
 
-    monkeypatch.setattr(world, "_git", recording)
+    monkeypatch.setattr(gitstatus, "run_git", recording)
     assert await git_state(tmp_path) is None and started == []
     # A variable that points git elsewhere makes it ask git after all.
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
@@ -132,12 +126,19 @@ async def test_measuring_never_writes_to_the_repository(repo: Path) -> None:
 
 
 async def test_a_slow_git_gives_no_state(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(world, "GIT_TIMEOUT_S", 0.0)
+    monkeypatch.setattr(gitstatus, "GIT_TIMEOUT_S", 0.0)
     assert await git_state(repo) is None
 
 
 async def test_the_working_tree_hashes_touched_files_outside_git(tmp_path: Path) -> None:
     tree = WorkingTree(tmp_path, no_slots)
+    try:
+        await _hash_touched_files(tree, tmp_path)
+    finally:
+        tree.close()
+
+
+async def _hash_touched_files(tree: WorkingTree, tmp_path: Path) -> None:
     target = tmp_path / "data.txt"
     target.write_text("one\n", encoding="utf-8")
     call = ToolCallRequest("t1", "Bash", {"command": "sed -i s/one/two/ data.txt"})
