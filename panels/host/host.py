@@ -174,6 +174,9 @@ class Host:
                 drivers = await self._start_drivers(services_tg)
                 self._build(bus, operator_bus, drivers, shared)
                 await services_tg.start(self.services.log.serve)
+                if self.services.loops is not None:  # an earlier life's chains go on
+                    await self.services.loops.restore()
+                    await services_tg.start(self.services.loops.serve)
                 await services_tg.start(self.services.watch.serve)
                 await services_tg.start(
                     partial(serve_inbox_counts, operator_bus=operator_bus), bus, self.panels
@@ -269,8 +272,9 @@ class Host:
             runner.position = position
             self.panels[spec.name] = runner
         # The team's message graph; each panel's host checks feed it and take its halts.
-        loops = LoopWatch(TeamGraph(self.loop_settings), emit=log.emit,
-                          clock=self.services.clock, wake=self._wake)  # fmt: skip
+        # Wall-clock times: the graph's state outlives this process (host.sqlite).
+        loops = LoopWatch(TeamGraph(self.loop_settings), emit=log.emit, clock=time.time,
+                          wake=self._wake, store=self.db)  # fmt: skip
         self.services.loops = loops
         for runner in self.panels.values():
             runner.checks.watch_loops(loops, runner.name, partial(_turn_view, runner))

@@ -28,7 +28,15 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from panels.host.delivery import OPERATOR, claim_limits, compose_turn, operator_route
+from panels.host.delivery import (
+    HOST,
+    OPERATOR,
+    TurnInput,
+    claim_limits,
+    compose_turn,
+    operator_route,
+)
+from panels.host.followup import UNSENT_META, decode, note_text
 from panels.host.inboxes import bus_counts
 from panels.host.instances import prepare_panel
 from panels.host.outbox import publish
@@ -46,8 +54,6 @@ from runtime.guard.policy import containment_for
 from runtime.home import InstancePaths
 from runtime.session import Session
 from runtime.session_open import open_session
-
-OPERATOR_BATCH = 10
 
 
 async def live(
@@ -81,6 +87,8 @@ async def live(
             )
         )
         prepared.apply(session)
+        if host.loops is not None:  # the team loops measure each turn's change (loop_world.py)
+            runner.guard.world = host.loops.tap_world(spec.name, runner.guard.world)
         runner.session = session
         runner.model = session.config.model
         runner.epoch = await host.bus.register(
@@ -146,13 +154,14 @@ async def _claim(runner: PanelRunner) -> tuple[BusBackend, list[Claim]]:
     """The next turn's claims (those with messages) and the one bus they came from.
 
     Operator input first. With two buses, operator input that waits makes a turn of its own
-    (one turn, one source in the turn store); with one, the peer inbox joins it."""
+    (one turn, one source in the turn store); with one, the peer inbox joins it, within what
+    one turn may answer (delivery.py: `claim_limits`)."""
     host, spec = runner.host, runner.spec
-    limits = claim_limits(spec.batch)
+    limits = claim_limits(spec.batch, runner.send_limits.limits.per_turn)
     operator = await host.operator_bus.claim(
         operator_route(spec.name),
         senders=(),
-        max_messages=OPERATOR_BATCH,
+        max_messages=limits.operator,
         max_tokens=limits.max_tokens,
         lease=host.lease,
     )
@@ -162,11 +171,12 @@ async def _claim(runner: PanelRunner) -> tuple[BusBackend, list[Claim]]:
         if operator.messages or not runner.inbox_on:
             return host.operator_bus, [c for c in claims if c.messages]
         claims = []
-    if runner.inbox_on:
+    room = limits.peers(len(operator.messages))
+    if runner.inbox_on and room > 0:
         peers = await host.bus.claim(
             spec.name,
             senders=spec.listens_to,
-            max_messages=limits.max_messages,
+            max_messages=room,
             max_tokens=limits.max_tokens,
             lease=host.lease,
         )
@@ -176,9 +186,17 @@ async def _claim(runner: PanelRunner) -> tuple[BusBackend, list[Claim]]:
 
 
 async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets) -> bool:
-    """Claim and run one turn; False when there was nothing to deliver."""
+    """Claim and run one turn; False when there was nothing to deliver. A follow-up owed
+    to the panel (followup.py) runs first, alone."""
     host, spec = runner.host, runner.spec
-    limits = claim_limits(spec.batch)
+    limits = claim_limits(spec.batch, runner.send_limits.limits.per_turn)
+    owed = decode(await session.store.get_meta(UNSENT_META))
+    if owed is not None:
+        # Sends a committed turn could not make: a turn of their own, consuming no message,
+        # whose commit settles the note (it runs again until it commits).
+        follow_up = TurnInput(note_text(owed, limits.per_turn), (), (), (HOST,))
+        await run_turn(runner, session, host.bus, [], follow_up, tickets, follow_up=owed.round)
+        return True
     # Every ack, nack and store lookup below is on the bus the claims came from.
     bus, claims = await _claim(runner)
     if not claims:
@@ -197,9 +215,12 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
         turns = tuple(sorted(set(consumed.values())))
         skipped = RedeliverySkipped(panel=spec.name, ids=tuple(sorted(already)), turns=turns)
         await host.log.commit(skipped)
+        acked: list[int] = []
         for claim in claims:
-            await bus.ack(claim, only=already)
-        await session.store.mark_acked(source, sorted(already))
+            acked += (await bus.ack(claim, only=already)).settled
+        # Only the acks the bus made are noted: one that did not take (its lease was lost)
+        # stays unacked in the store, so the next life asks the bus again (_note_acks).
+        await session.store.mark_acked(source, sorted(acked))
         if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
             tickets.already_done(already)
     op_claim = claims[0] if claims[0].recipient == operator_route(spec.name) else None

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from panels.hostdb import control, events, status
+from panels.hostdb import control, events, loopstate, status
 from panels.hostdb.catalogue import HostEvent
 from panels.hostdb.schema import connect, data_version
 from peerbus import BusOptions
@@ -84,6 +84,18 @@ class HostDb:
     async def prune(self, *, keep_events: int, keep_commands: int) -> int:
         pruned = await self.run(events.prune_events, keep=keep_events)
         return pruned + await self.run(control.prune_commands, keep=keep_commands)
+
+    async def load_loop_rows(self) -> list[loopstate.LoopRow]:
+        return await self.run(loopstate.load_loop_rows)
+
+    async def save_loop_rows(
+        self,
+        rows: Sequence[loopstate.LoopRow],
+        dropped: Sequence[tuple[str, str]] = (),
+        *,
+        keep: int,
+    ) -> int:
+        return await self.run(loopstate.save_loop_rows, rows, dropped, keep=keep)
 
     async def generation(self) -> int:
         """The change counter now: pass it to `wait_for_change` after reading."""

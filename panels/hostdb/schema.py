@@ -16,6 +16,9 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
               panel, rewritten in place (for `ps` and the dashboard)
     meta      key PK, value: the host's pid, team, bus, start time, the team's budget, and
               `sandbox`, what confines the panels' tools (why not, and what to do)
+    loop_state  (v6) kind, key (PK together), seq, data (JSON): the team-loop graph's
+              messages, turns and edge rate windows (loopstate.py), so a restarted host
+              continues its chains; each kind pruned to the graph's memory bound
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from panels.errors import HostDbError as HostDbError  # defined there, re-export
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -79,6 +82,15 @@ MIGRATION_STEPS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE panels ADD COLUMN label TEXT NOT NULL DEFAULT ''",
     ),
     5: ("ALTER TABLE panels ADD COLUMN sandbox TEXT NOT NULL DEFAULT ''",),
+    6: (
+        """CREATE TABLE IF NOT EXISTS loop_state (
+               kind TEXT NOT NULL,
+               key TEXT NOT NULL,
+               seq INTEGER NOT NULL,
+               data TEXT NOT NULL,
+               PRIMARY KEY (kind, key))""",
+        "CREATE INDEX IF NOT EXISTS loop_state_by_age ON loop_state (kind, seq)",
+    ),
 }
 
 

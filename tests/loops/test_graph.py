@@ -7,8 +7,10 @@ import pytest
 
 from panels.host.account import line
 from panels.host.loop_rules import LoopSettings, LoopVerdict, is_ack
+from panels.host.loop_world import NO_CHANGE
 from panels.host.loops import Sent, TeamGraph, TurnEnd
 from panels.host.loopwatch import LoopWatch
+from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
 from panels.hostdb.catalogue import HostEvent, LoopFlagged
 from peerbus import Message
 
@@ -45,7 +47,7 @@ def exchange(graph: TeamGraph, rounds: int, start: int = 1) -> list[list[LoopVer
     found: list[list[LoopVerdict]] = []
     for n in range(start, start + rounds):
         me, other = ("a", "b") if n % 2 else ("b", "a")
-        got = graph.turn_ended(TurnEnd(me, n, (n - 1,), False))
+        got = graph.turn_ended(TurnEnd(me, n, (n - 1,), NO_CHANGE, float(n)))
         got += graph.sent(Sent(n, me, other, f"over to you {n}", turn=n, at=float(n)))
         found.append(got)
     return found
@@ -56,16 +58,17 @@ def test_memory_is_bounded_whatever_the_traffic() -> None:
     graph = TeamGraph(settings)
     exchange(graph, 1000)
     assert len(graph.nodes) == 100 and len(graph.turns) == 100
-    assert all(len(sends) <= 2 * 5 + 1 for sends in graph.edges.values())
+    assert all(len(w.sends) <= settings.rate_halt + 1 for w in graph.edges.values())
     assert all(len(node.idle) <= graph.keep for node in graph.nodes.values())
 
 
-def test_a_rate_flag_is_given_once_per_crossing() -> None:
-    graph = TeamGraph(LoopSettings(rate_messages=3, rate_window=10.0))
-    flags = []
-    for n, at in enumerate([0, 1, 2, 3, 4, 5, 100, 101, 102, 103], 1):
-        flags += [n for v in graph.sent(Sent(n, "a", "b", f"item {n}", at=float(at))) if v]
-    assert flags == [4, 10]  # the 4th within 10s, then again only after it came back under
+def test_a_rate_flag_and_a_rate_halt_are_given_once_per_crossing() -> None:
+    graph = TeamGraph(LoopSettings(rate_messages=3, rate_halt_ratio=2.0, rate_window=10.0))
+    found = []
+    for n, at in enumerate([0, 1, 2, 3, 4, 5, 6, 7, 8, 100, 101, 102, 103], 1):
+        found += [(n, v.halt) for v in graph.sent(Sent(n, "a", "b", f"item {n}", at=float(at)))]
+    # The 4th within 10 s is flagged, the 7th halts; again only after the edge came back under.
+    assert found == [(4, False), (7, True), (13, False)]
 
 
 def test_a_resume_forgives_what_went_before() -> None:
@@ -112,3 +115,25 @@ def test_the_watch_owes_a_halt_to_every_panel_on_the_loop_and_logs_a_flag() -> N
 
 def message(ident: int, sender: str, recipient: str) -> Message:
     return Message(ident, sender, recipient, None, {"type": "message", "text": "x"}, "")
+
+
+def test_the_rate_halt_is_reached_under_the_default_send_limits() -> None:
+    """A panel sending one recipient distinct messages as fast as the host's send limiter
+    lets it (10 a turn, a turn every 10 s) is halted before the limiter refuses anything."""
+    now = 0.0
+    limiter = SendLimiter(clock=lambda: now)
+    graph = TeamGraph()
+    halted_at = refused_at = None
+    for n in range(1, 200):
+        now = 10.0 * ((n - 1) // 10)
+        try:
+            limiter.check(turn=(n - 1) // 10, recipient="b", text=f"task {n}: port module {n}")
+        except SendRefused:
+            refused_at = n
+            break
+        halts = [v for v in graph.sent(Sent(n, "a", "b", f"task {n}", at=now)) if v.halt]
+        if halts and halted_at is None:
+            halted_at = n
+            assert halts[0].panels == ("a",)
+    assert halted_at == DEFAULTS.rate_halt + 1 == 46
+    assert refused_at == SendLimits().per_window + 1 == 61  # the old bound (above 60) never is

@@ -32,7 +32,7 @@ def test_a_version_3_file_upgrades_and_keeps_its_rows(tmp_path: Path) -> None:
     version_3_file(path)
     conn = connect(path)
     try:
-        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 5
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 6
         (row,) = read_panels(conn)
         assert (row.name, row.turns, row.usd, row.dead_letters) == ("a", 4, 0.25, 2)
         assert (row.window_tokens, row.token_cap, row.budget_usd, row.waiting) == (0, 0, 0.0, 0)
