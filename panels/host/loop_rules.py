@@ -37,9 +37,9 @@ The four rules, exactly (defaults in `LoopSettings`):
   send limits (panels/host/sendlimit.py, `SendLimits`) let a panel send 10 messages a turn
   and 60 in any 300 s, so a bound must sit below 60 in the same 300 s to ever be reached
   (the old halt, above 60, never could). 45 is five turns of 10 sends to one recipient
-  within five minutes: more than that panel can consume in its own turns (a batch is at
-  most 20 messages), so the sender is flooding it, while a producer that hands one engineer
-  a few dozen tasks stays under the flag.
+  within five minutes: more than the recipient can consume in its own turns (each takes one
+  bounded batch), so the sender is flooding it, while a producer that hands one engineer a
+  few dozen tasks stays under the flag.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Protocol
@@ -68,7 +68,7 @@ SHAPES = {
 # The send limits the corpus is held to: the host's, but for the copy rule (a loop that
 # repeats a text word for word is refused its third copy by the host; the corpus keeps the
 # rules' view of it).
-LIMITS = replace(SendLimits(), max_copies=10**6)
+LIMITS = SendLimits(max_copies=10**6)
 
 
 class CorpusError(Exception):
