@@ -49,15 +49,12 @@ from dataclasses import dataclass
 
 from panels.host import loop_text
 from peerbus.model import DEFAULT_SILENT_TYPES
+from runtime.guard.settings import DEFAULT_BOOKKEEPING_FILES
 
 RULES = ("ping_pong", "ack_storm", "broadcast_cascade", "edge_rate")
 
-# Paths whose changes are bookkeeping, never progress (loop_world.py: matched against the
-# whole path and its tails).
-BOOKKEEPING: tuple[str, ...] = (
-    "*.log", "*.log.*", "logs/*", "log/*", "*.pid", "*.lock", "*.stamp", "*.timestamp",
-    "*heartbeat*", "*timestamp*", "*.tmp", "*~", "*.swp", ".cache/*", "__pycache__/*",
-)  # fmt: skip
+# Paths whose changes are bookkeeping, never progress: the sentinel's list (one list for both).
+BOOKKEEPING: tuple[str, ...] = DEFAULT_BOOKKEEPING_FILES
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from runtime.guard.bookkeeping import is_bookkeeping
 from runtime.guard.sentinel import WorldState
 from runtime.guard.world import WorldProbe
 
@@ -101,12 +101,6 @@ def advances(change: WorldChange, seen: Collection[str]) -> bool:
         before != after and state_key(part, after) not in seen
         for part, before, after in change.work
     )
-
-
-def is_bookkeeping(path: str, patterns: Sequence[str]) -> bool:
-    """Whether a file's path matches a bookkeeping pattern (matched against the whole path
-    and against every tail of it, so `logs/*` matches `/work/logs/run.txt`)."""
-    return any(fnmatch(path, p) or fnmatch(path, f"*/{p}") for p in patterns)
 
 
 def measure_change(

@@ -1,8 +1,9 @@
 """What is bookkeeping, not progress: the files a panel keeps for itself, and timestamps. Pure.
 
-A file is bookkeeping when its path relative to the panel's working directory matches one of
-`SentinelSettings.bookkeeping_files` (globs: `*.log`, `**/logs/**`, `NOTES.md`, ...): a bare
-name matches that name in any folder, `**/` any folders in front. Its changes are left out
+A file is bookkeeping when its path (relative to the panel's working directory, or absolute)
+matches one of `SentinelSettings.bookkeeping_files` (globs: `*.log`, `**/logs/**`,
+`NOTES.md`, ...; the team's loop rules use the same list): a bare name matches that name in
+any folder, and a pattern matches any tail of the path. Its changes are left out
 of the state the sentinel compares (the touched files and the git digest alike).
 
 A file's content is compared with its date-times and clock times masked (`content_digest`),
@@ -24,15 +25,17 @@ _STAMP = re.compile(
 )
 
 
-def is_bookkeeping(relative: str, patterns: Iterable[str]) -> bool:
-    """Does the path (relative to the working directory) match one of the globs?"""
-    name = relative.rsplit("/", 1)[-1]
+def is_bookkeeping(path: str, patterns: Iterable[str]) -> bool:
+    """Does the path match one of the globs? Matched against the whole path and every tail
+    of it (`logs/*` matches `/work/logs/run.txt`; `*` crosses folders); a bare name matches
+    that name in any folder, and `**/` in front matches no folder too."""
+    name = path.rsplit("/", 1)[-1]
     for pattern in patterns:
-        if fnmatchcase(relative, pattern):
+        if fnmatchcase(path, pattern) or fnmatchcase(path, "*/" + pattern):
             return True
         if "/" not in pattern and fnmatchcase(name, pattern):
             return True
-        if pattern.startswith("**/") and fnmatchcase(relative, pattern[3:]):
+        if pattern.startswith("**/") and fnmatchcase(path, pattern[3:]):
             return True
     return False
 

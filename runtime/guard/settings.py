@@ -51,25 +51,17 @@ DEFAULT_BOOKKEEPING_TOOLS = (
     "TodoWrite",
 )
 
-# Files a panel keeps for itself: logs, notes, progress and todo files. Their changes are not
-# progress: a loop that appends to its log each round still loops.
+# Files a panel or its tools keep for themselves: logs, notes, progress and todo files, pid
+# files, stamps and heartbeats, editor and cache droppings. Their changes are not progress: a
+# loop that appends to its log each round still loops. One list for the sentinel and the
+# team's loop rules (panels/host/loop_rules.py); runtime/guard/bookkeeping.py matches it.
 DEFAULT_BOOKKEEPING_FILES = (
-    "*.log",
-    "*.log.[0-9]*",
-    "**/logs/**",
-    "**/log/**",
-    "NOTES.md",
-    "NOTES.txt",
-    "notes/**",
-    "PROGRESS.md",
-    "progress.md",
-    "progress.txt",
-    "TODO.md",
-    "todo.md",
-    ".claude/**",
-    ".mnemara/**",
-    "nohup.out",
-)
+    "*.log", "*.log.*", "**/logs/**", "**/log/**", "nohup.out",
+    "NOTES.md", "NOTES.txt", "notes/**", "PROGRESS.md", "progress.md", "progress.txt",
+    "TODO.md", "todo.md", ".claude/**", ".mnemara/**",
+    "*.pid", "*.stamp", "*.timestamp", "*heartbeat*", "*timestamp*", "*.tmp", "*~", "*.swp",
+    ".cache/**", "__pycache__/**",
+)  # fmt: skip
 
 
 class SentinelSettings(BaseModel):
