@@ -5,9 +5,12 @@ by the watched probe (runtime/guard/gitwatch.py), against the same guard with it
 A git repository of `--files` tracked files in 40 directories (a few of them modified, a few
 untracked) is made in a scratch directory; each call names one file. Between calls the world
 changes as a session changes it: before every 4th call a tracked file is edited or reverted
-(`--edit-every`), before every 50th a new file is written (`--new-every`). The three guards
-decide the same calls in alternation, so their figures are measured side by side; each guard
-first measures once outside the timings (the watched probe watches and scans then).
+(`--edit-every`), before every 50th a new file is written (`--new-every`). The guards decide
+the same calls in alternation, so their figures are measured side by side. A fourth guard's
+probe reads nothing and answers a state of the same shape (every named file, a git digest):
+what the sentinel itself costs. The watched probe first measures once outside the timings
+(it watches and scans then). `measure()` alone is the probe as the guard asks it, with the
+files the calls named (the last 256).
 
     .venv/bin/python bench/guard_world.py [--files 2000] [--calls 200]
 """
@@ -20,6 +23,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -69,7 +74,8 @@ def change_world(root: Path, i: int, files: int, edit_every: int, new_every: int
 
 async def main(files: int, calls: int, edit_every: int, new_every: int) -> None:
     from runtime.driver import Decision, ToolCallRequest, ToolResult
-    from runtime.guard.guard import Guard, GuardSettings
+    from runtime.guard.guard import TOUCHED_CAPACITY, Guard, GuardSettings
+    from runtime.guard.sentinel import WorldState
     from runtime.guard.world import WorkingTree
 
     class Allow:
@@ -86,15 +92,29 @@ async def main(files: int, calls: int, edit_every: int, new_every: int) -> None:
         "watched": WorkingTree(root, no_slots),
         "off": WorkingTree(root, no_slots, watch=False),
     }
+
+    class Unmeasured:
+        """A probe that reads nothing and answers a state of the same shape (every touched
+        file, a git digest): what the sentinel itself costs."""
+
+        def __init__(self, root: Path) -> None:
+            self.root = root
+
+        async def measure(self, touched: Sequence[str]) -> WorldState:
+            files = tuple((path, "unmeasured") for path in sorted(set(touched)))
+            return WorldState(files_written=files, git_tree="unmeasured")
+
     guards = {
         name: Guard(Allow(), GuardSettings(sentinel=name != "off"), world=tree)
         for name, tree in trees.items()
     }
+    guards["nothing"] = Guard(Allow(), GuardSettings(sentinel=True), world=Unmeasured(root))
     started = time.perf_counter()
     await trees["watched"].measure(())
     first = time.perf_counter() - started
     timed: dict[str, list[float]] = {name: [] for name in guards}
     probe: dict[str, list[float]] = {"git status": [], "watched": []}
+    touched: OrderedDict[str, None] = OrderedDict()  # as the guard keeps them
     for guard in guards.values():
         guard.begin_turn(1)
     for i in range(calls):
@@ -109,9 +129,13 @@ async def main(files: int, calls: int, edit_every: int, new_every: int) -> None:
             if i % 4 == 3:  # a new turn now and then: the sentinel's history stays short
                 await guard.finish_turn()
                 guard.begin_turn(i + 2)
-        for name in probe:  # the probe alone, as the sentinel's measure before a call
+        touched.pop(path, None)
+        touched[path] = None
+        while len(touched) > TOUCHED_CAPACITY:
+            touched.popitem(last=False)
+        for name in probe:  # the probe alone, with the files the guard would hash
             started = time.perf_counter()
-            await trees[name].measure((path,))
+            await trees[name].measure(tuple(touched))
             probe[name].append(time.perf_counter() - started)
     same = await trees["watched"].measure(()) == await trees["git status"].measure(())
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -130,6 +154,7 @@ async def main(files: int, calls: int, edit_every: int, new_every: int) -> None:
     print(f"same state as git status at the end: {same}; watching: {watching is not None}")
     print(figures("decide(), sentinel on, git status every call", timed["git status"]))
     print(figures("decide(), sentinel on, watched probe", timed["watched"]))
+    print(figures("decide(), sentinel on, a probe reading nothing", timed["nothing"]))
     print(figures("decide(), sentinel off", timed["off"]))
     print(figures("measure() alone, git status every call", probe["git status"]))
     print(figures("measure() alone, watched probe", probe["watched"]))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from pathlib import Path
 
 import anyio
@@ -50,6 +51,7 @@ from runtime.guard.gitstatus import (
     GIT_LOCATORS,
     GitSnapshot,
     HashCache,
+    few_and_small,
     git_snapshot,
     git_state,
     hash_changed,
@@ -106,10 +108,31 @@ class WatchedGit:
         self._dirty: set[bytes] = set()
         self._due = True  # a full measure is due
         self._digest: str | None = None
+        self.epoch = 0  # counts the watches made (or given up): events between are lost
+        self._changed: set[str] = set()  # files with events not yet taken (absolute)
 
     @property
     def watching(self) -> bool:
         return self._tree is not None
+
+    def take_changed(self) -> set[str]:
+        """The files (absolute) with events since this was last taken."""
+        changed, self._changed = self._changed, set()
+        return changed
+
+    def watches(self, path: str) -> bool:
+        """Whether a change to the file at `path` (absolute, normalised) would be reported:
+        its directory is watched and it is not a symlink (whose target may be elsewhere)."""
+        tree, top = self._tree, str(self._top)
+        folder = os.path.dirname(path)
+        if tree is None or not (folder == top or folder.startswith(top + "/")):
+            return False
+        if os.fsencode(folder[len(top) + 1 :]) not in tree.watched:
+            return False
+        try:
+            return not stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            return True  # gone: its making would be reported
 
     def close(self) -> None:
         self._off = self._off or "closed"
@@ -130,10 +153,11 @@ class WatchedGit:
             if outside_any_repository(self._cwd):
                 return None
             await self._open()
-        tree = self._tree
+        tree, top = self._tree, str(self._top)
         if self._off is not None or tree is None:
             return await git_state(self._cwd)
         changes = tree.changes()
+        self._forget(top, changes.paths)  # at once: also when this measure is cancelled midway
         if not changes and not self._due:
             return self._digest  # nothing happened since the last answer
         in_full = self._due or changes.git or self._status is None
@@ -148,13 +172,19 @@ class WatchedGit:
             if self._off is not None or self._tree is None:
                 return await git_state(self._cwd)
             return await self._measure_in_full()
-        for path in changes.paths:
-            self._hashes.pop(os.fsdecode(path), None)
+        self._forget(top, changes.paths)  # with the files of new directories
         self._dirty |= changes.paths
         if in_full or self._status is None:
             return await self._measure_in_full()
         await self._update(self._status)
         return self._digest
+
+    def _forget(self, top: str, paths: set[bytes]) -> None:
+        """Changed files: their hashes are stale, here and in the file hasher (world.py)."""
+        for path in paths:
+            name = os.fsdecode(path)
+            self._hashes.pop(name, None)
+            self._changed.add(os.path.join(top, name))
 
     async def _watch_new(self, tree: TreeWatch, changes: Changes) -> None:
         """Watch the new directories that are not ignored, level by level; their files are
@@ -184,6 +214,7 @@ class WatchedGit:
         """Find the repository, read what decides how far events can be trusted, and watch;
         or give up with the reason. The full measure comes after the watches exist."""
         self._due = True
+        self.epoch += 1
         if any(name in os.environ for name in _GIT_VARIABLES):
             self._give_up("a GIT_* variable points git at another directory or index")
             return
@@ -262,6 +293,7 @@ class WatchedGit:
                 reason,
             )
         self._off = reason
+        self.epoch += 1
         if self._tree is not None:
             self._tree.close()
             self._tree = None
@@ -291,8 +323,12 @@ class WatchedGit:
         """Make the records of the changed paths without git, then the digest: one hop to a
         worker thread when nothing more is needed (the usual case)."""
         paths = sorted(self._dirty)
+        inline = few_and_small(self._top / os.fsdecode(p) for p in paths)
         while True:
-            made = await anyio.to_thread.run_sync(self._refresh, paths, *status)
+            if inline:
+                made = self._refresh(paths, *status)  # a few small files: no thread hop
+            else:
+                made = await anyio.to_thread.run_sync(self._refresh, paths, *status)
             if made is None:
                 return
             needs = {n for n in made.values() if isinstance(n, Need)}

@@ -8,7 +8,10 @@
   `sed -i s/a/b/ x.py`, found without running anything), "gone" for a missing one. A file
   over `HASH_FILE_BYTES`, or past `HASH_TOTAL_BYTES` in one measure, counts by size, mtime
   and inode instead. Digests are cached by (inode, size, mtime, ctime) once the file is
-  older than `RACY_SECONDS`, so an unchanged file is not read again.
+  older than `RACY_SECONDS`, so an unchanged file is not read again. Under the watch (see
+  git, below) a file's digest stands until the watch reports a change to it: not even a
+  stat, racily new or not; and when only a few small files are to be read they are read on
+  the event loop, since a hop to a worker thread would cost more.
 - git: a digest of HEAD (and ahead/behind), the index and the work tree, with the contents
   of the changed files, as `git status` sees them (gitstatus.py: `git_state`). Measured in
   full it costs a scan of the tree (~100 ms on 50,000 files), so the working tree keeps it
@@ -27,7 +30,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -40,6 +43,7 @@ from runtime.guard.gitstatus import (
     HASH_FILE_BYTES,
     HASH_TOTAL_BYTES,
     GitProbe,
+    few_and_small,
     git_state,
     sha256_file,
 )
@@ -99,6 +103,7 @@ class WorkingTree:
         self._slots = slots
         self._git = git or git_state
         self._hasher = FileHasher()
+        self._epoch = -1
         real = self._git is git_state
         self.watched = WatchedGit(root, max_watches=max_watches) if watch and real else None
 
@@ -108,14 +113,25 @@ class WorkingTree:
 
     async def measure(self, touched: Sequence[str]) -> WorldState:
         paths = sorted(set(touched))
-        files = await anyio.to_thread.run_sync(self._hasher.digests, paths)
+        watched = self.watched
+        vouch: Callable[[str], bool] | None = None
+        if watched is not None:
+            git_tree = await watched.state()  # first: it drains the events the files need
+            if watched.watching:
+                if watched.epoch != self._epoch:  # watched anew: events may have been lost
+                    self._hasher.forget(None)
+                    self._epoch = watched.epoch
+                self._hasher.forget(watched.take_changed())
+                vouch = watched.watches
+        if vouch is not None and few_and_small(self._hasher.unvouched(paths)):
+            files = self._hasher.digests(paths, vouch)  # lookups, and a few small reads
+        else:
+            files = await anyio.to_thread.run_sync(self._hasher.digests, paths, vouch)
         slots = tuple(
             (label, hashlib.sha256(content.encode("utf-8")).hexdigest())
             for label, content in await self._slots()
         )
-        if self.watched is not None:
-            git_tree = await self.watched.state()
-        else:
+        if watched is None:
             git_tree = await self._git(self._root)
         return WorldState(files_written=files, slots=slots, git_tree=git_tree)
 
@@ -135,15 +151,39 @@ class FileHasher:
         self.file_bytes = file_bytes
         self.total_bytes = total_bytes
         self._cache: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+        self._vouched: dict[str, str] = {}  # digests valid until the watcher reports a change
 
-    def digests(self, paths: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    def digests(
+        self, paths: Sequence[str], vouch: Callable[[str], bool] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """The paths' digests. `vouch(path)`: a change to the file would be reported (to
+        `forget`), so its digest stands until then: not even a stat, racily new or not."""
         budget = self.total_bytes
         out = []
         for path in paths:
+            known = None if vouch is None else self._vouched.get(path)
+            if known is not None:
+                out.append((path, known))
+                continue
             digest, read = self.digest(path, budget)
             budget -= read
             out.append((path, digest))
+            if vouch is not None and vouch(path):
+                if len(self._vouched) >= CACHE_ENTRIES:
+                    self._vouched.clear()
+                self._vouched[path] = digest
         return tuple(out)
+
+    def unvouched(self, paths: Sequence[str]) -> list[str]:
+        """The paths whose digests must be made (read or stat), not looked up."""
+        return [path for path in paths if path not in self._vouched]
+
+    def forget(self, paths: Iterable[str] | None) -> None:
+        """Drop the vouched digests of `paths` (changed), or all of them (None)."""
+        if paths is None:
+            self._vouched.clear()
+        for path in paths or ():
+            self._vouched.pop(path, None)
 
     def digest(self, path: str, budget: int) -> tuple[str, int]:
         """The file's digest and how many bytes were read for it."""

@@ -21,7 +21,7 @@ from runtime.guard.gitrecords import join_status, split_status
 from runtime.guard.gitstatus import git_state
 from runtime.guard.gitwatch import WatchedGit
 from runtime.guard.inotify import IN_Q_OVERFLOW, Inotify
-from runtime.guard.world import WorkingTree
+from runtime.guard.world import FileHasher, WorkingTree
 
 pytestmark = pytest.mark.anyio
 
@@ -270,6 +270,40 @@ async def test_the_working_tree_closes_its_watch(repo: Path) -> None:
     tree.close()  # idempotent
     plain = WorkingTree(repo, no_slots, watch=False)
     assert plain.watched is None and (await plain.measure(())).git_tree == first.git_tree
+
+
+async def test_touched_files_are_vouched_for_by_the_watch_and_still_seen_to_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    async def no_slots() -> list[tuple[str, str]]:
+        return []
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a\n", encoding="utf-8")
+    (repo / "link.txt").symlink_to(outside)  # its changes are not in the watched tree
+    target, new = repo / "app.py", repo / "src" / "new.txt"
+    touched = tuple(str(p) for p in (target, repo / "link.txt", new))
+    tree = WorkingTree(repo, no_slots)
+    try:
+
+        async def agrees() -> tuple[tuple[str, str], ...]:
+            files = (await tree.measure(touched)).files_written
+            assert files == FileHasher().digests(sorted(touched))  # as measured afresh
+            return files
+
+        first = await agrees()
+        assert tree.watched is not None and tree.watched.watches(str(target))
+        assert not tree.watched.watches(str(repo / "link.txt"))
+        assert await agrees() == first
+        target.write_text("name = 'new'\n", encoding="utf-8")  # racily new: not cached by stat
+        second = await agrees()
+        target.write_text("name = 'wen'\n", encoding="utf-8")  # the same size, at once
+        assert await agrees() != second
+        outside.write_text("b\n", encoding="utf-8")
+        new.write_text("new\n", encoding="utf-8")  # was gone
+        assert dict(await agrees())[str(new)] != "gone"
+    finally:
+        tree.close()
 
 
 def test_the_status_output_is_put_together_again_in_gits_order() -> None:
