@@ -10,13 +10,14 @@ no network and no key. Usage is computed from the request bytes with the prompt-
         for record in server.requests("engineer"):
             print(record.usage, record.cost_usd, record.divergence)
 
-Modules: replies (what the model says), matching (which reply answers), script (the TOML
-format), layout (a prompt in cache order, token counting, divergence), cache (accounting),
-pricing, sse (wire shapes), model (the service logic), records (the request log), server
-(HTTP), env (the environment of a CLI that talks to it and to nothing else); and for
-recorded sessions: cassette (the file), scrub (secrets out), relay (records a real session;
-imports httpx, so it is not imported here), cassette_script (a cassette as a script),
-cassette_check (a replay against its recording).
+Modules: replies (what the model says), matching (which reply answers; a run of a script
+matches only what arrived since it began, not a transcript re-sent from a panel's earlier
+life), script (the TOML format), layout (a prompt in cache order, token counting,
+divergence), cache (accounting), pricing, sse (wire shapes), model (the service logic),
+records (the request log), server (HTTP), env (the environment of a CLI that talks to it and
+to nothing else); and for recorded sessions: cassette (the file), scrub (secrets out), relay
+(records a real session; imports httpx, so it is not imported here), cassette_script (a
+cassette as a script), cassette_check (a replay against its recording).
 """
 
 from runtime.rehearsal.cache import (

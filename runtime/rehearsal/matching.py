@@ -18,6 +18,16 @@ skipped): `user_text_contains` searches its text blocks, `tool_result_contains` 
 tool_result blocks ("" = any tool result), `inbox_from` the senders named in it. All given
 conditions must hold. Because a runtime re-sends its whole transcript in that message, a rule
 fires `times` times (default once) and is then used up, so old text does not re-trigger it.
+
+A run of the script (one server's life) matches only what arrived since it began. A panel's
+window outlives its host: brought up again, the panel's first request re-sends the rows of its
+earlier life, while the script starts over with every rule unused. So the cursor notes which
+transcript rows (`runtime/prompt.py` renders each as one text block, `[row N · role]`; row
+ids are never reused) the panel's first conversation request of this run re-sends, and leaves
+those rows out of every view from then on: old text neither fires a rule nor names a sender,
+and the script plays as it did the first time. Rows written during this run stay in view,
+as before; slots, the manifest, the inbox and the input are always in view. A hook sees the
+whole request.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ INBOX_SENDER = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 
+# A stored row in the transcript, one text block each, as `runtime.prompt.render_row` writes it.
+ROW_HEADER = re.compile(r"\[row (\d+) · [a-z]+\]\n")
+
 ReplyHook = Callable[[dict[str, Any]], Reply | None]
 
 
@@ -54,19 +67,18 @@ class RequestView:
         return bool(self.tool_results)
 
     @classmethod
-    def of(cls, body: Mapping[str, Any]) -> RequestView:
-        messages = body.get("messages")
-        latest: Any = None
-        if isinstance(messages, list):
-            users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-            latest = users[-1].get("content") if users else None
-        blocks: list[Any] = (
-            [{"type": "text", "text": latest}] if isinstance(latest, str) else latest or []
-        )
+    def of(
+        cls, body: Mapping[str, Any], *, hidden_rows: frozenset[int] = frozenset()
+    ) -> RequestView:
+        """The view of `body`'s latest user message, without the transcript rows whose ids
+        are in `hidden_rows`."""
+        blocks = latest_user_blocks(body)
         texts = [
             str(b.get("text", ""))
             for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text"
+            if isinstance(b, dict)
+            and b.get("type") == "text"
+            and row_id(str(b.get("text", ""))) not in hidden_rows
         ]
         results = [
             result_text(b.get("content"))
@@ -76,6 +88,34 @@ class RequestView:
         user_text = "\n".join(texts)
         senders = {a or b for a, b in INBOX_SENDER.findall(user_text)}
         return cls(user_text, tuple(results), frozenset(senders))
+
+
+def latest_user_blocks(body: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of the request's latest `user` message (a string is one text block)."""
+    messages = body.get("messages")
+    latest: Any = None
+    if isinstance(messages, list):
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        latest = users[-1].get("content") if users else None
+    if isinstance(latest, str):
+        return [{"type": "text", "text": latest}]
+    return latest if isinstance(latest, list) else []
+
+
+def row_id(text: str) -> int | None:
+    """The id of the transcript row a text block renders, or None for any other text."""
+    found = ROW_HEADER.match(text)
+    return int(found.group(1)) if found else None
+
+
+def transcript_rows(body: Mapping[str, Any]) -> frozenset[int]:
+    """The ids of the transcript rows the request's latest user message re-sends."""
+    ids = (
+        row_id(str(b.get("text", "")))
+        for b in latest_user_blocks(body)
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
+    return frozenset(i for i in ids if i is not None)
 
 
 def result_text(content: Any) -> str:
@@ -140,25 +180,31 @@ class Choice:
 
 
 class ScriptCursor:
-    """One panel's progress through its script: how often each rule has answered."""
+    """One panel's progress through its script: how often each rule has answered, and which
+    transcript rows were there before this run of the script began."""
 
     def __init__(self, panel: PanelScript) -> None:
         self.panel = panel
         self._used = [0] * len(panel.rules)
+        # Set by the panel's first conversation request: the rows it re-sends were written in
+        # an earlier life of the panel, before these rules started over, so no rule sees them.
+        self.earlier_rows: frozenset[int] | None = None
 
     def _left(self, index: int) -> bool:
         times = self.panel.rules[index].times
         return times is None or self._used[index] < times
 
     def choose(self, body: Mapping[str, Any]) -> Choice:
+        schema = _output_schema(body)
+        if self.earlier_rows is None and schema is None:
+            self.earlier_rows = transcript_rows(body)
         if self.panel.hook is not None:
             hooked = self.panel.hook(dict(body))
             if hooked is not None:
                 return Choice(hooked, "hook")
-        schema = _output_schema(body)
         if schema is not None:
             return Choice(Reply.text(json.dumps(schema_instance(schema))), "structured-default")
-        view = RequestView.of(body)
+        view = RequestView.of(body, hidden_rows=self.earlier_rows or frozenset())
         rules = self.panel.rules
         conditional = (i for i, r in enumerate(rules) if r.when is not None)
         ordered = (i for i, r in enumerate(rules) if r.when is None)

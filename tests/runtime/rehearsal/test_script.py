@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from runtime.prompt import build_prompt, render_transcript
 from runtime.rehearsal import (
     PanelScript,
     Reply,
@@ -21,6 +22,7 @@ from runtime.rehearsal import (
     parse_script,
 )
 from runtime.rehearsal.matching import RequestView, ScriptCursor, schema_instance
+from runtime.rows import Row
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "rehearsal"
 
@@ -149,6 +151,47 @@ def test_conditional_rules_beat_ordered_ones_and_are_used_up() -> None:
     assert cursor.choose(tool_result("y")).source == "panels.eng.replies[2]"  # "always"
     fallback = cursor.choose(user("anything else"))
     assert (fallback.source, fallback.reply) == ("fallback", Reply.text("All done."))
+
+
+def turn(rows: dict[int, str], input_text: str) -> dict[str, Any]:
+    """A turn's first request as a mnemara panel sends it: the window's rows, then the input."""
+    stored = [
+        Row(row_id, "", "user", ({"type": "text", "text": text},), 1)
+        for row_id, text in rows.items()
+    ]
+    prompt = build_prompt(role_doc="", transcript=render_transcript(stored), input_text=input_text)
+    return user(list(prompt.blocks))
+
+
+WATCH = """
+[panels.watch]
+fallback_text = "Nothing new."
+
+[[panels.watch.replies]]
+when = { user_text_contains = "ALARM" }
+text = "Sounding the alarm."
+
+[[panels.watch.replies]]
+when = { inbox_from = "producer" }
+text = "Heard the producer."
+"""
+
+
+def test_a_script_started_over_does_not_match_rows_from_before_it_began() -> None:
+    """A panel brought up again re-sends its earlier life's rows; its script starts over and
+    matches only what came since (issue 30)."""
+    cursor = ScriptCursor(parse_script(WATCH).panels["watch"])
+    earlier = {
+        1: "ALARM in the lab",
+        2: "Sounding the alarm.",
+        3: '<message from="producer">t</message>',
+    }
+    assert cursor.choose(turn(earlier, "all quiet")).source == "fallback"
+    this_run = {**earlier, 4: "all quiet", 5: "Nothing new."}
+    assert cursor.choose(turn(this_run, "ALARM again")).source == "panels.watch.replies[0]"
+    # Rows written during this run stay in view, as in a first run.
+    this_run |= {6: "ALARM again", 7: '<message from="producer">task</message>'}
+    assert cursor.choose(turn(this_run, "go on")).source == "panels.watch.replies[1]"
 
 
 def test_strict_panel_refuses_unscripted_requests() -> None:
