@@ -21,6 +21,7 @@ from peerbus.dump import BusDump
 from peerbus.errors import (
     BusBusyError,
     BusConfigError,
+    BusGoneError,
     BusLocationError,
     BusOpenError,
     ForeignSchemaError,
@@ -79,6 +80,7 @@ __all__ = [
     "BusBusyError",
     "BusConfigError",
     "BusDump",
+    "BusGoneError",
     "BusLocationError",
     "BusOpenError",
     "BusOptions",

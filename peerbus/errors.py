@@ -5,7 +5,8 @@ PeerbusError                  root of everything peerbus raises on purpose
 ├── BusOpenError              a file cannot be used as a bus
 │   ├── ForeignSchemaError    a `returns` table lacks contract columns
 │   ├── SidecarLostError      a compatibility sidecar was deleted while a consumer used it
-│   └── SchemaTooNewError     the file was migrated by a newer peerbus
+│   ├── SchemaTooNewError     the file was migrated by a newer peerbus
+│   └── BusGoneError          the bus file vanished or cannot be written (read-only)
 ├── BusBusyError              the write lock stayed taken past the retry deadline
 ├── InvalidRoleError          a sender, recipient or sender filter is not a usable role name
 ├── InvalidKeyError           an idempotency key handed to `submit` is not usable
@@ -87,6 +88,26 @@ class SchemaTooNewError(BusOpenError):
         )
         self.found = found
         self.supported = supported
+
+
+class BusGoneError(BusOpenError):
+    """Raised when the bus file is gone (deleted or moved away) while a bus has it open, or
+    SQLite refuses to write it (read-only). Raised at once by every call that needs the
+    file, never retried: the bus's work stops until the file is back. A file replaced by
+    another (moved over it) is not an error: the bus opens the new one."""
+
+    def __init__(self, *, path: Path | str, gone: bool, detail: str = "") -> None:
+        what = (
+            "is gone (deleted or moved away while in use)"
+            if gone
+            else f"cannot be written ({detail or 'read-only'})"
+        )
+        super().__init__(
+            f"the bus file {what}; restore it (or make it writable), then resume or "
+            "restart the panel",
+            path=path,
+        )
+        self.gone = gone
 
 
 class BusBusyError(PeerbusError):

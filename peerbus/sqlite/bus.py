@@ -35,7 +35,14 @@ from peerbus.model import (
 from peerbus.routing import Route
 from peerbus.sqlite import claim as claim_mod
 from peerbus.sqlite import dump, maintenance, queries, settle, submit
-from peerbus.sqlite.busfile import BusFile, bus_identity, close_bus, connect_bus, sidecar_path
+from peerbus.sqlite.busfile import (
+    BusFile,
+    bus_identity,
+    close_bus,
+    connect_bus,
+    follow_file,
+    sidecar_path,
+)
 from peerbus.sqlite.receipts import shared_consumer_warning, start_route
 from peerbus.sqlite.waiter import ChangeWaiter
 from peerbus.sqlite.watch import Signature, data_versions, watched_paths
@@ -88,6 +95,18 @@ class Bus:
             functools.partial(fn, *args, **kwargs), limiter=self._limiter
         )
 
+    async def _on_current(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(file, ...)` on the file at the bus's path as it is now: a replaced file
+        is opened anew and a table made again restarts (busfile.follow_file), in the same
+        trip to the worker thread. Every claim, submit and register comes through here,
+        so the host notices at its next wake."""
+
+        def work() -> T:
+            self.file = follow_file(self.file)
+            return fn(self.file, *args, **kwargs)
+
+        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+
     def _bump(self, recipients: Collection[str | None]) -> None:
         """Wake this process's waiters that a change concerns (a None: everyone, as a
         broadcast concerns every recipient). Other processes learn of it by the signals
@@ -111,9 +130,8 @@ class Bus:
 
         With `key`, a message already sent with that key is not sent again: its id comes
         back (see `submit` for the guarantee in compatibility mode)."""
-        ident = await self._run(
+        ident = await self._on_current(
             submit.submit,
-            self.file,
             sender,
             recipient,
             payload,
@@ -126,7 +144,7 @@ class Bus:
 
     async def submit_many(self, sender: str, messages: list[Outgoing]) -> list[int]:
         """Append several messages in one transaction, honouring each one's key."""
-        ids = await self._run(submit.submit_many, self.file, sender, messages)
+        ids = await self._on_current(submit.submit_many, sender, messages)
         self._bump([m.recipient for m in messages])
         return ids
 
@@ -172,9 +190,7 @@ class Bus:
                 "as the original does (replay the backlog with replay_backlog)"
             )  # fmt: skip
             log.warning("%s: panel %r %s", self.file.path, recipient, how)
-        new_epoch = await self._run(
-            submit.register, self.file, recipient, senders=senders, epoch=epoch
-        )
+        new_epoch = await self._on_current(submit.register, recipient, senders=senders, epoch=epoch)
         if original_watermark is not None and self.file.mode == "compat":
             self._originals[recipient] = (original_watermark, _stat_key(original_watermark))
         self._bump([recipient])
@@ -192,9 +208,8 @@ class Bus:
         """Lease the recipient's next batch; noise is acked and bad rows dead-lettered."""
         self._check_original(recipient)
         generation = await self._changes.refresh(recipient)
-        result = await self._run(
+        result = await self._on_current(
             claim_mod.claim_batch,
-            self.file,
             recipient,
             senders=senders,
             max_messages=max_messages,
@@ -352,6 +367,8 @@ async def open_sqlite_bus(path: Path, opts: BusOptions) -> AsyncIterator[Bus]:
     finally:
         # Shielded so a cancelled host still closes the file; close itself is quick.
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(close_bus, file, limiter=limiter)
+            # The file now: follow_file may have closed the first and opened another.
+            current = file if bus is None else bus.file
+            await anyio.to_thread.run_sync(close_bus, current, limiter=limiter)
             if bus is not None:  # off the loop: closing an inotify descriptor takes ~9 ms
                 await anyio.to_thread.run_sync(bus._changes.close)

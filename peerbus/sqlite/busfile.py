@@ -13,29 +13,41 @@ and kept on the `BusFile`: message ids are only unique within one bus file, so a
 that remembers ids (a turn store) keeps the identity beside them and can tell a bus that
 was deleted and made again from the one it knew.
 
-A sidecar also records which table it belongs to (peerbus/sidecar_identity.py: inode, birth
-time where the platform has one, highest id seen). A table made again at the same path would reuse
-ids the old receipts and watermarks hold, hiding its rows; on a mismatch the old state is
-set aside, delivery restarts from the first row, the bus gets a new identity, and the
-notice says so once. `BusOptions.inspect_only` opens without creating or resetting the
-sidecar (an in-memory one stands in), for commands that only look.
+A sidecar also records which table it belongs to (sidecar_identity.py: a random mark, kept
+in the sidecar and as a trigger on the table, and the highest id seen). A table made again
+at the same path would reuse ids the old receipts and watermarks hold, hiding its rows; on
+a mismatch the old state is set aside, delivery restarts from the first row, the bus gets a
+new identity, and the notice says so once. An open bus looks again on every claim and
+submit (`follow_file`): a stat of the path against the file it opened (a file moved over it
+is opened anew, one that vanished raises BusGoneError) and, in compatibility mode, one read
+of the mark. `BusOptions.inspect_only` opens without creating or resetting the sidecar (an
+in-memory one stands in), for commands that only look.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from peerbus.errors import BusOpenError, SchemaTooNewError, SidecarLostError
+from peerbus.errors import BusGoneError, BusOpenError, SchemaTooNewError, SidecarLostError
 from peerbus.model import BusOptions, Mode
 from peerbus.sqlite import schema
 from peerbus.sqlite.gate import WriterGate
 from peerbus.sqlite.shape import ForeignShape, read_shape, require_writable
-from peerbus.sqlite.sidecar_identity import mismatch, recorded_stamp, restart_or_record, table_stamp
+from peerbus.sqlite.sidecar_identity import (
+    current_mark,
+    mismatch,
+    plant_mark,
+    recorded_stamp,
+    restart_or_record,
+    table_stamp,
+)
 from peerbus.sqlite.signals import Signals
 from peerbus.sqlite.txn import RetryPolicy, run_bare, run_read, run_write
 
@@ -66,6 +78,9 @@ class BusFile:
     warned: set[str] = field(default_factory=set, compare=False, hash=False)
     # The per-recipient wake-up signals (signals.py); None when opened only to look.
     signals: Signals | None = None
+    # (st_dev, st_ino) of the file at `path` when it was opened: while the connection holds
+    # it, no other file can have it, so a different one at the path is another file.
+    file_key: tuple[int, int] | None = None
 
     def touch(self, recipients: Iterable[str | None]) -> None:
         """Wake the waiters of `recipients` (None: everyone), in every process. Call it
@@ -128,7 +143,8 @@ def connect_bus(
             f"cannot open ({exc}); check the path and its permissions", path=path
         ) from exc
     try:
-        return _prepare(conn, path, options, retry)
+        bus = _prepare(conn, path, options, retry)
+        return dataclasses.replace(bus, file_key=_file_key(path))
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise BusOpenError(
@@ -251,21 +267,16 @@ def _attach_sidecar(
     if version != latest:
         version = run_write(conn, lambda c: _migrate_sidecar(c, side), path=path, retry=retry)
     notice = _compat_notice(conn, path, side, retry, shape)
-    stamp = run_read(conn, lambda c: table_stamp(c, path), path=path, retry=retry)
+    stamp = run_read(conn, table_stamp, path=path, retry=retry)
     reason = run_read(conn, lambda c: mismatch(c, stamp), path=path, retry=retry)
     if reason is not None and options.inspect_only:
         conn.execute("DETACH DATABASE side")
         return _inspect_without_sidecar(conn, path, options, retry, side, reason, shape)
-    unrecorded = run_read(conn, lambda c: not recorded_stamp(c), path=path, retry=retry)
-    if not options.inspect_only and (reason is not None or unrecorded):
-        # Judged again under the write lock: another opener may have restarted it meanwhile.
-        reason = run_write(conn, lambda c: restart_or_record(c, path), path=path, retry=retry)
+    mark = run_read(conn, recorded_stamp, path=path, retry=retry).get("table_mark")
+    if not options.inspect_only and (reason is not None or mark not in stamp.marks):
+        reason = _restart(conn, path, retry)
     if reason is not None:
-        notice += (
-            f" The sidecar belonged to another `returns` table ({reason}): its receipts and "
-            "watermarks were set aside and delivery restarts from the table's first row, so "
-            "no row of this table is hidden (a row delivered before may come once more)."
-        )
+        notice += " " + _restarted(reason)
     log.warning("%s", notice)
     ident = _identity(conn, "side", path, retry)
     gate = _gate(side, options)
@@ -283,6 +294,58 @@ def _attach_sidecar(
         shape=shape,
         signals=None if options.inspect_only else Signals.beside(side),
     )
+
+
+def _restart(conn: sqlite3.Connection, path: Path, retry: RetryPolicy) -> str | None:
+    """Mark the table anew, then (judged again under the write lock: another opener may
+    have restarted it meanwhile) set the old table's state aside if it was another's."""
+    planted = run_write(conn, plant_mark, path=path, retry=retry)
+    return run_write(conn, lambda c: restart_or_record(c, planted), path=path, retry=retry)
+
+
+def _restarted(reason: str) -> str:
+    return (
+        f"The sidecar belonged to another `returns` table ({reason}): its receipts and "
+        "watermarks were set aside and delivery restarts from the table's first row, so "
+        "no row of this table is hidden (a row delivered before may come once more)."
+    )
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def follow_file(bus: BusFile) -> BusFile:
+    """The bus to use now: `bus`, or the file at its path opened anew when another file was
+    moved over it, with a new identity when its table is another one. Raises BusGoneError
+    when the file is gone. Cheap enough for every claim and submit: a stat, and in
+    compatibility mode one read of the table's mark (sidecar_identity.py)."""
+    key = _file_key(bus.path)
+    if key is None:
+        raise BusGoneError(path=bus.path, gone=True)
+    if bus.file_key is not None and key != bus.file_key:
+        # Our connection holds the old file, deleted or moved: nothing written there counts.
+        log.warning("%s: the bus file was replaced by another; opening the new one", bus.path)
+        close_bus(bus)
+        fresh = connect_bus(bus.path, bus.options, retry=bus.retry)
+        # The waiters watch the signals they were given: keep them (same directory).
+        return dataclasses.replace(fresh, signals=bus.signals, warned=bus.warned)
+    if bus.mode != "compat" or bus.options.inspect_only:
+        return bus
+    _, present, identity = bus.read(current_mark)
+    if not present:
+        reason = _restart(bus.conn, bus.path, bus.retry)
+        identity = bus.read(lambda c: schema.read_bus_id(c, "side"))
+        if reason is not None:
+            log.warning("%s: %s", bus.path, _restarted(reason))
+    if identity is None or identity == bus.identity:
+        return bus
+    # Restarted here or by another process sharing the sidecar: the old ids are void.
+    return dataclasses.replace(bus, identity=identity)
 
 
 def _compat_notice(
@@ -303,7 +366,8 @@ def _compat_notice(
         else ""
     )
     notice = (
-        f"{path}: foreign `returns` table: compatibility mode, its schema left as it is. "
+        f"{path}: foreign `returns` table: compatibility mode, its columns left as they "
+        "are (an inert trigger, peerbus_mark_*, marks which table it is). "
         f"Receipts, leases and watermarks are kept in {side}; acks write "
         f"{', '.join(acked)}{filled}; "
         "the watermark advances only after the consuming turn's ack. If the original "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 
 from peerbus.sqlite.busfile import BusFile
-from peerbus.sqlite.shape import ForeignShape, read_shape, require_writable
+from peerbus.sqlite.shape import ForeignShape, read_shape, require_writable, stamp_style
 
 
 def foreign_shape(bus: BusFile, conn: sqlite3.Connection) -> ForeignShape:
@@ -61,7 +61,7 @@ def flush_status(bus: BusFile) -> int:
     """Write the queued `status = 'done'` updates to the foreign table; returns how many.
 
     Where the table has `completed_at` / `processed_at` (the original writes the first on
-    its own acks), an empty one gets the ack's time, in the table's own stamp format.
+    its own acks), an empty one gets the ack's time, in the other writers' stamp format.
     """
     if bus.mode != "compat":
         return 0
@@ -77,7 +77,7 @@ def flush_status(bus: BusFile) -> int:
     def write_foreign(conn: sqlite3.Connection) -> None:
         shape = foreign_shape(bus, conn)
         stamps = [c for c, has in _done_stamps(shape) if has]
-        when = shape.stamp.format(bus.now())
+        when = stamp_style(conn).format(bus.now())
         sets = "".join(f", {c} = coalesce({c}, ?)" for c in stamps)
         conn.execute(
             f"""UPDATE main.returns SET status = 'done'{sets}

@@ -47,7 +47,8 @@ def prune(bus: BusFile, *, older_than: float) -> int:
         if not rows:
             return 0, 0, after
         ids = ids_json([int(r[0]) for r in rows if _finished_before(r[1], r[2], cutoff)])
-        for table in ("peerbus_receipts", "peerbus_sent"):
+        tables = ("peerbus_receipts", "peerbus_sent")
+        for table in (*tables, "peerbus_own") if bus.mode == "compat" else tables:
             conn.execute(
                 f"""DELETE FROM {bus.state}.{table}
                      WHERE message_id IN (SELECT value FROM json_each(?))""",

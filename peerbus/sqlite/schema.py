@@ -16,8 +16,13 @@ a sidecar file (attached as `side`) when the bus file is foreign:
 - `peerbus_recipients`: each recipient's epoch, sender filter, noise count and watermark;
 - `peerbus_sent`: the idempotency keys of keyed submits, with the id each one produced;
 - `peerbus_meta`: marks the file as peerbus's, and holds `bus_id`, the bus's identity (a
-  uuid4 hex made once per file), which tells message ids of different bus files apart.
-`PRAGMA user_version` counts the migrations applied to that file: 2 for both kinds today.
+  uuid4 hex made once per file), which tells message ids of different bus files apart; a
+  sidecar's also holds `table_mark`, the identity of the table it belongs to
+  (sidecar_identity.py);
+- `peerbus_own` (sidecar only): the ids of the rows peerbus wrote into the foreign table,
+  so that the stamp format follows the other writers' rows (shape.stamp_style).
+`PRAGMA user_version` counts the migrations applied to that file: 2 for a bus file, 3 for
+a sidecar.
 """
 
 from __future__ import annotations
@@ -123,6 +128,8 @@ SIDECAR_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE side.peerbus_status_outbox (message_id INTEGER PRIMARY KEY)",
     ),
     counts_and_keys("side"),
+    # The rows we wrote into the foreign table: never evidence of its stamp format.
+    ("CREATE TABLE side.peerbus_own (message_id INTEGER PRIMARY KEY)",),
 )
 
 

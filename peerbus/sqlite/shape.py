@@ -7,8 +7,12 @@ such a table, so it reads the shape once at open and writes rows the table accep
   (`session_id`, and `*_at` stamps other than `completed_at` / `processed_at`, which would
   say the row is finished); any other such column makes the table unusable, said at open;
 - stamps (`submitted_at`, the filled `*_at`, and `completed_at` / `processed_at` on ack) are
-  written in the format the table already uses, so text comparisons by its other readers
-  keep working.
+  written in the format the other writers' rows use, looked at in each writing
+  transaction (`stamp_style`), so text comparisons by the table's other readers keep
+  working. Our own rows are never that evidence (the sidecar lists them, `peerbus_own`):
+  counted, the format of a host's first row on an empty table would stick for good. A
+  table with no other writer's row gets the original's format, SQLite's `datetime('now')`
+  (`YYYY-MM-DD HH:MM:SS`), whatever the column's default says.
 
 Parsing is separate from formatting: `prune` must read every format it may meet (ISO with
 `T` or a space, with or without fraction or zone, unix numbers), whoever wrote the row.
@@ -26,8 +30,11 @@ from pathlib import Path
 from peerbus.errors import BusOpenError
 from peerbus.sqlite.schema import CONTRACT_COLUMNS
 
-# Rows whose `submitted_at` decides the format: the newest ones, as the table is now.
+# Rows whose `submitted_at` decides the format: the newest ones of other writers, looked
+# for among the newest WINDOW rows (a long run of our own rows ends the look: the format
+# then stays the original's, never ours by count).
 SAMPLE = 20
+WINDOW = 200
 
 _STAMP = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})"
@@ -74,7 +81,6 @@ class ForeignShape:
     fills: tuple[str, ...]
     has_completed_at: bool
     has_processed_at: bool
-    stamp: StampStyle
     # (column, why) for each NOT NULL column without a default we cannot fill honestly.
     unfillable: tuple[tuple[str, str], ...] = ()
 
@@ -96,17 +102,14 @@ def quote(column: str) -> str:
 
 
 def read_shape(conn: sqlite3.Connection) -> ForeignShape:
-    """Read the shape of `main.returns`: its columns, what we must fill, its stamp format."""
+    """Read the shape of `main.returns`: its columns and what we must fill."""
     info = conn.execute("PRAGMA main.table_info(returns)").fetchall()
     columns = tuple(str(r[1]) for r in info)
     single_pk = sum(1 for r in info if r[5]) == 1
     fills: list[str] = []
     unfillable: list[tuple[str, str]] = []
-    submitted_default = ""
     for _cid, name, decl, notnull, default, pk in info:
         name = str(name)
-        if name == "submitted_at":
-            submitted_default = str(default or "")
         has_default = default is not None and str(default).upper() != "NULL"
         if not notnull or has_default or (pk and single_pk and "INT" in str(decl).upper()):
             continue
@@ -116,21 +119,29 @@ def read_shape(conn: sqlite3.Connection) -> ForeignShape:
                 fills.append(name)
         else:
             unfillable.append((name, why))
-    samples = [
-        r[0]
-        for r in conn.execute(
-            f"""SELECT submitted_at FROM main.returns WHERE submitted_at IS NOT NULL
-                 ORDER BY id DESC LIMIT {SAMPLE}"""
-        )
-    ]
     return ForeignShape(
         columns=columns,
         fills=tuple(fills),
         has_completed_at="completed_at" in columns,
         has_processed_at="processed_at" in columns,
-        stamp=detect_style(samples, default=submitted_default),
         unfillable=tuple(unfillable),
     )
+
+
+def stamp_style(conn: sqlite3.Connection, own: str | None = "side.peerbus_own") -> StampStyle:
+    """The format of the newest stamps other writers put in `main.returns`; the original's
+    when there are none. `own`: the table listing our own rows (None: count every row)."""
+    mine = f"WHERE id NOT IN (SELECT message_id FROM {own})" if own else ""
+    samples = [
+        r[0]
+        for r in conn.execute(
+            f"""SELECT submitted_at FROM (
+                    SELECT id, submitted_at FROM main.returns
+                     WHERE submitted_at IS NOT NULL ORDER BY id DESC LIMIT {WINDOW}
+                ) {mine} LIMIT {SAMPLE}"""
+        )
+    ]
+    return detect_style(samples)
 
 
 def _why_unfillable(column: str) -> str | None:
@@ -153,16 +164,13 @@ def require_writable(shape: ForeignShape, path: Path) -> None:
         raise BusOpenError(refusal, path=path)
 
 
-def detect_style(samples: list[object], *, default: str = "") -> StampStyle:
-    """The most common format among `samples`; for none, SQLite's when the column defaults to
-    `datetime('now')` / CURRENT_TIMESTAMP, else ISO."""
+def detect_style(samples: list[object]) -> StampStyle:
+    """The most common format among `samples`; for none, the original's (SQLite's
+    `datetime('now')`): the original mnemara and its tools write and read that one."""
     styles = [s for s in (_style_of(v) for v in samples) if s is not None]
     if styles:
         return Counter(styles).most_common(1)[0][0]
-    lowered = default.lower().replace(" ", "")
-    if "current_timestamp" in lowered or "datetime('now'" in lowered:
-        return SQLITE
-    return ISO
+    return SQLITE
 
 
 def _style_of(value: object) -> StampStyle | None:

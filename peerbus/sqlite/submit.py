@@ -19,7 +19,8 @@ files atomically when one is in WAL mode: a crash (or a power cut: the sidecar c
 without fsync) between the two files' commits can leave a foreign row whose key was not
 recorded, and a retry with that key then sends a second copy. A foreign row also gets
 what its table requires beyond the contract columns (a `session_id`, stamps in the table's
-own format; see shape.py), and never a column the table lacks.
+own format; see shape.py), and never a column the table lacks; its id goes to the
+sidecar's `peerbus_own`, so our rows never decide that format.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from peerbus.payload import check_key, check_role, encode_payload, topic_text
 from peerbus.routing import Route
 from peerbus.sqlite.busfile import BusFile
 from peerbus.sqlite.compat import session_id, writable_shape
-from peerbus.sqlite.shape import ForeignShape, quote
+from peerbus.sqlite.shape import ForeignShape, quote, stamp_style
 
 
 def submit(
@@ -74,7 +75,7 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
         now = bus.now()
         when = iso(now)
         if bus.mode == "compat":
-            insert_sql, fills = _foreign_insert(bus, writable_shape(bus, conn), now)
+            insert_sql, fills = _foreign_insert(bus, conn, writable_shape(bus, conn), now)
         ids = []
         for m, text, topic in rows:
             if m.key is not None:
@@ -95,6 +96,8 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
             else:
                 cursor = conn.execute(insert_sql, (sender, m.recipient, topic, text, *fills))
             ident = int(cursor.lastrowid or 0)
+            if bus.mode == "compat":
+                conn.execute("INSERT OR IGNORE INTO side.peerbus_own VALUES (?)", (ident,))
             if m.key is not None:
                 conn.execute(
                     f"""INSERT INTO {bus.state}.peerbus_sent (key, message_id, sent_at)
@@ -110,11 +113,12 @@ def submit_many(bus: BusFile, sender: str, messages: Sequence[Outgoing]) -> list
 
 
 def _foreign_insert(
-    bus: BusFile, shape: ForeignShape, now: float
+    bus: BusFile, conn: sqlite3.Connection, shape: ForeignShape, now: float
 ) -> tuple[str, tuple[str | int | float, ...]]:
     """The INSERT for a foreign table: the contract columns, then the extra NOT NULL ones it
-    requires (shape.py says which we can fill honestly), stamps in the table's own format."""
-    stamp = shape.stamp.format(now)
+    requires (shape.py says which we can fill honestly), stamps in the other writers' format
+    (read in the caller's transaction, so a writer that just joined is followed)."""
+    stamp = stamp_style(conn).format(now)
     extra = ("submitted_at", *shape.fills)
     fills = tuple(session_id(bus) if c == "session_id" else stamp for c in extra)
     names = ", ".join(quote(c) for c in extra)

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from peerbus.errors import BusBusyError
+from peerbus.errors import BusBusyError, BusGoneError
 from peerbus.sqlite.gate import GateTimeout, WriterGate
 
 T = TypeVar("T")
 
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
 _FIRST_DELAY = 0.01
 _MAX_DELAY = 1.0
 
@@ -48,6 +49,15 @@ def is_busy(exc: sqlite3.Error) -> bool:
     if isinstance(code, int):
         return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
+
+
+def is_read_only(exc: sqlite3.Error) -> bool:
+    """True for SQLITE_READONLY and its extended codes (a file moved or deleted under the
+    connection, SQLITE_READONLY_DBMOVED, included): retrying cannot help."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == _SQLITE_READONLY
+    return "readonly database" in str(exc)
 
 
 def run_write(
@@ -124,6 +134,9 @@ def _run(
         try:
             return _attempt(conn, work, begin)
         except sqlite3.OperationalError as exc:
+            if is_read_only(exc):
+                # Said once, as an error of ours: a caller that retried would loop for good.
+                raise BusGoneError(path=path, gone=not path.exists(), detail=str(exc)) from exc
             if not is_busy(exc):
                 raise
             failure = exc

@@ -13,7 +13,14 @@ from typer.testing import CliRunner
 from panels.cli.bus import bus_app
 from peerbus import BusOpenError, BusOptions
 from peerbus.sqlite import BusFile, ack, claim_batch, close_bus, connect_bus, history, submit
-from peerbus.sqlite.shape import ISO, SQLITE, StampStyle, read_shape, require_writable
+from peerbus.sqlite.shape import (
+    ISO,
+    SQLITE,
+    StampStyle,
+    read_shape,
+    require_writable,
+    stamp_style,
+)
 from tests.peerbus.conftest import DEFAULTS_DDL, ORIGINAL_WIDE_DDL, make_foreign
 
 SQLITE_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -45,18 +52,19 @@ def _row(path: Path, ident: int) -> dict[str, object]:
 
 
 def test_the_original_wide_table_needs_a_session_and_has_done_stamps(tmp_path: Path) -> None:
-    shape = read_shape(sqlite3.connect(make_foreign(tmp_path / "bus.sqlite", "wide")))
+    conn = sqlite3.connect(make_foreign(tmp_path / "bus.sqlite", "wide"))
+    shape = read_shape(conn)
     assert shape.fills == ("session_id",)
     assert shape.has_completed_at and shape.has_processed_at and shape.refusal() is None
-    assert shape.stamp == ISO  # empty, and submitted_at has no datetime('now') default
+    assert stamp_style(conn, own=None) == SQLITE  # empty: the original's format
 
 
 def test_the_stamp_format_is_the_one_the_table_uses(tmp_path: Path) -> None:
     path = make_foreign(tmp_path / "bus.sqlite", "wide")
     _original_row(path)
-    assert read_shape(sqlite3.connect(path)).stamp == SQLITE
-    defaults = read_shape(sqlite3.connect(make_foreign(tmp_path / "d.sqlite", "defaults")))
-    assert defaults.fills == () and defaults.stamp == SQLITE  # from the column's default
+    assert stamp_style(sqlite3.connect(path), own=None) == SQLITE
+    conn = sqlite3.connect(make_foreign(tmp_path / "d.sqlite", "defaults"))
+    assert read_shape(conn).fills == () and stamp_style(conn, own=None) == SQLITE
     assert "datetime('now')" in DEFAULTS_DDL
 
 
@@ -84,7 +92,7 @@ def test_submit_writes_stamps_in_the_tables_format(
     conn.close()
     bus = connect_bus(path, BusOptions(clock=lambda: NOW))
     try:
-        assert read_shape(bus.conn).stamp == style
+        assert stamp_style(bus.conn) == style
         ident = submit(bus, "a", "b", {"n": 1})
     finally:
         close_bus(bus)

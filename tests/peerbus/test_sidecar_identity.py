@@ -2,7 +2,8 @@
 
 A `returns` table made again at the same path (dropped and created, or the file replaced)
 reuses ids the old sidecar holds receipts and watermarks for: kept, they would hide the new
-rows for good. These tests make the new table and check its rows come through.
+rows for good. These tests make the new table and check its rows come through (more in
+test_table_identity.py).
 """
 
 from __future__ import annotations
@@ -110,12 +111,11 @@ def test_the_same_table_keeps_its_state(tmp_path: Path) -> None:
 
 
 def test_judge_names_what_differs() -> None:
-    stamp = TableStamp(inode=7, birth=None, high_id=3)
-    assert judge({"table_inode": "7", "max_id_seen": "3"}, stamp, 3) is None
-    assert "inode" in (judge({"table_inode": "8"}, stamp, 0) or "")
-    assert "made again" in (judge({"table_inode": "7"}, stamp, 4) or "")
-    born = TableStamp(inode=7, birth=2.0, high_id=3)
-    assert "born" in (judge({"table_inode": "7", "table_birth": "1.0"}, born, 0) or "")
+    stamp = TableStamp(marks=frozenset({"m1"}), high_id=3)
+    assert judge({"table_mark": "m1", "max_id_seen": "3"}, stamp, 3) is None
+    assert judge({}, stamp, 3) is None  # a sidecar before marks: the ids alone
+    assert "peerbus_mark_m2 is gone" in (judge({"table_mark": "m2"}, stamp, 0) or "")
+    assert "made again" in (judge({"table_mark": "m1"}, stamp, 4) or "")
 
 
 def test_read_only_commands_do_not_create_the_sidecar(tmp_path: Path) -> None:
