@@ -10,13 +10,16 @@ applied when one starts, so operator input is never lost.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from panels.cli.errors import EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import PanelOpt, TeamOpt
 from panels.cli.teams import open_host_db, running_pid, team_state
+
+if TYPE_CHECKING:
+    from panels.hostdb.catalogue import Delivered
 
 WAIT = 10.0  # seconds to wait for the host's outcome before saying the verb is queued
 ANSWER_HELP = (
@@ -67,6 +70,22 @@ def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
         conn.close()
 
 
+def takes_input(event: Delivered, panel: str | None, message: int | None) -> bool:
+    """Whether the delivery `event` is the turn that took operator message `message` for
+    `panel`. Operator input waits on the host's own bus, which may not be the team's (a
+    foreign table, PostgreSQL): ids there are counted apart from the team bus's, so id
+    alone also matches peer messages, of this panel or another. The bus is told by the
+    sender: only `operator` writes on operator routes, and a turn takes from one bus."""
+    from panels.host.delivery import OPERATOR
+
+    return (
+        message is not None
+        and event.panel == panel
+        and message in event.ids
+        and OPERATOR in event.senders
+    )
+
+
 def follow_ticket(team: str, command: int, wait: float) -> None:
     """The ticket of an input given through the control table: wait (at most `wait` seconds)
     until the turn that took it ends, and say how it ended; exit 1 when it did not end well."""
@@ -75,18 +94,19 @@ def follow_ticket(team: str, command: int, wait: float) -> None:
 
     conn = open_host_db(team)
     try:
+        panel: str | None = None
         message: int | None = None
-        turn: tuple[str | None, int] | None = None
+        turn: int | None = None
         cursor = 0
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             for logged in read_events(conn, after=cursor, limit=1_000):
                 cursor, event = logged.id, logged.event
                 if isinstance(event, VerbApplied) and event.id == command:
-                    message = event.message
-                elif isinstance(event, Delivered) and message in event.ids:
-                    turn = (event.panel, event.turn)
-                elif isinstance(event, TurnEnded) and turn == (event.panel, event.turn):
+                    panel, message = event.panel, event.message
+                elif isinstance(event, Delivered) and takes_input(event, panel, message):
+                    turn = event.turn
+                elif isinstance(event, TurnEnded) and (event.panel, event.turn) == (panel, turn):
                     error = f": {event.error}" if event.error else ""
                     typer.echo(f"turn {event.turn} of {event.panel} {event.outcome}{error}")
                     if event.outcome != "done":
