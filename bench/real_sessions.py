@@ -13,8 +13,9 @@ Bash command that only reads, by what it does) that returns other content than t
 read before, masked as the sentinel masks results, and a notice, applied between the calls
 where it came in, are changes made from outside; a background job (Bash in the background,
 Monitor) writes to its output file between any two measurements until a notice says it
-ended, as the real probe would see the file grow. An ask is answered yes and a denied or halted call is counted and the replay
-goes on (a halt is lifted), so one early refusal does not hide the rest.
+ended, as the real probe would see the file grow. An ask is answered yes and a denied or
+halted call is counted and the replay goes on (a halt is lifted), so one early refusal does
+not hide the rest.
 
     .venv/bin/python bench/real_sessions.py [--sessions DIR] [--unconfined] [--show N]
 
