@@ -22,11 +22,13 @@ from panels.host.restart import Failure, GiveUp, RestartPolicy, decide
 from panels.host.states import PanelState
 from panels.host.tickets import Tickets
 from panels.hostdb.catalogue import PanelFailed, PanelGivenUp, PanelRestarting
+from peerbus import BusGoneError
 from runtime.driver import ToolSpec
 from runtime.errors import ConfigError, InstanceError, MnemaraError, PolicyError, StoreCorruptError
 
-# Errors that name a file or state only the user can repair: restarting cannot help.
-PERMANENT = (StoreCorruptError, PolicyError, ConfigError, InstanceError)
+# Errors that name a file or state only the user can repair: restarting cannot help (a bus
+# file that is gone or read-only stops the panel's bus work once, with its message).
+PERMANENT = (StoreCorruptError, PolicyError, ConfigError, InstanceError, BusGoneError)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:

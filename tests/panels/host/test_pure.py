@@ -101,8 +101,14 @@ def test_stale_epoch_messages_are_flagged_twice() -> None:
 
 
 def test_batch_off_is_one_message_a_turn() -> None:
-    assert claim_limits(BatchSettings(enabled=False)).max_messages == 1
-    assert claim_limits(BatchSettings(max_messages=7)).max_messages == 7
+    assert claim_limits(BatchSettings(enabled=False), 10).max_messages == 1
+    assert claim_limits(BatchSettings(max_messages=7), 10).max_messages == 7
+
+
+def test_a_turn_takes_no_more_than_it_may_send_operator_input_included() -> None:
+    limits = claim_limits(BatchSettings(max_messages=10), 4)
+    assert (limits.max_messages, limits.operator) == (4, 4)
+    assert [limits.peers(n) for n in (0, 3, 4)] == [4, 1, 0]
 
 
 def spend(tokens: int, *, calls: int = 3, progress: bool = False) -> TurnSpend:
@@ -195,3 +201,14 @@ def test_the_send_limiter_refuses_forwards_copies_and_bursts() -> None:
     limiter.check(turn=3, recipient="e", text=None)
     now[0] = 11.0  # the window has passed: the copies and the counts are forgotten
     limiter.check(turn=4, recipient="e", text="hello")
+
+
+def test_a_bus_file_gone_or_read_only_is_not_retried() -> None:
+    """Restarting cannot bring a deleted or read-only bus file back: the panel stops once."""
+    from panels.host.supervisor import is_permanent
+    from peerbus import BusGoneError
+
+    gone = BusGoneError(path="/team/returns.sqlite", gone=True)
+    assert is_permanent(gone)
+    assert is_permanent(ExceptionGroup("a life", [RuntimeError("x"), gone]))
+    assert not is_permanent(RuntimeError("a driver that failed once"))
