@@ -34,8 +34,8 @@ from soak_driver import (
     ENGINEERS,
     MARKS,
     PRODUCER,
+    SENDS_TABLE,
     SoakDriver,
-    lift_send_window,
     turn_input,
 )
 from soak_team import lay_out
@@ -89,7 +89,7 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
     # The team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an edge in
     # 300 s halts the sender) would stop this harness's 1,000 tasks as it stops a runaway;
     # raised like the send window (soak_driver.py). The other loop rules stay as they are.
-    lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}"]
+    lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}", *SENDS_TABLE]
     for name, role, senders in members:
         lines += ["", "[[panels]]", f'name = "{name}"', f'role = "roles/{role}"']
         if name == PRODUCER:
@@ -144,7 +144,6 @@ def run_child(team_file: str, life: str) -> None:
     """One life of a host, as `mnemara up --headless` runs it, until SIGTERM or SIGKILL."""
     team = load_team(team_file)
     drivers = relay_drivers(Path(team_file).parent / MARKS, life)
-    lift_send_window()
 
     def out(line: str) -> None:
         print(line, flush=True)

@@ -1,6 +1,7 @@
 """Exactly-once delivery under crashes: kill a real host with SIGKILL again and again, then check.
 
     .venv/bin/python bench/soak.py [--kills R] [--messages N] [--cli] [--seed S] [--keep] [--json]
+                                   [--burst B] [--no-faults]
 
 A producer and two engineers run in a real host process, started the way `mnemara up
 --headless` runs one (`run_headless`, here through the hidden `--child` mode of this
@@ -12,10 +13,17 @@ wrote its pid file), mid-turn (a turn began, then 0-25 ms), commit (right after 
 complete turn) and ack (right after a new done receipt); every killed child is reaped and
 a new life started. A last life then runs until the bus is drained and is stopped with
 SIGTERM, and the files are checked (soak_checks.py): lost, applied twice, published
-twice, claimed or pending, integrity, event log gaps, leftover processes. The host's safety
-limits hit are counted too (a send refused, a panel halted): a refused reply is owed and
-never sent, a halted panel claims nothing, so such a run says the harness left the host's
-limits rather than only that messages were lost.
+twice, claimed or pending, interrupted copies left in a window, integrity, event log gaps,
+leftover processes. The host's safety limits hit are counted and explained too: a send
+refused for the turn's limit and then sent by the follow-up turn the host owes is expected;
+a send refused and never sent, or a panel halted, fails the run (soak_probe.py).
+
+Faults (scripted drivers, unless `--no-faults`; issue 30): the first life's ops and the
+last ones go out as bursts of B (default 3 x what one turn may send) in one transaction,
+so the producer's inbox holds more than a turn may answer; the drivers raise once on a
+few ops after one send (soak_driver.py: `Faults`), and eng1 answers each task twice (a
+reply and a note), so its full batches ask for more sends than a turn may make. (Table
+recreation under load would be one more fault here: `Faults` is where it would go.)
 
 With `--cli` the panels run the bundled Claude Code CLI against the rehearsal model
 (soak_team.py writes the script); defaults then R=30, N=60.
@@ -45,6 +53,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -54,7 +63,7 @@ from anyio.abc import Process
 sys.path.insert(0, str(Path(__file__).parent))
 
 from soak_checks import check_all, committed_turns
-from soak_driver import OPERATOR_ROUTE, engineer_for, run_child
+from soak_driver import BATCH, ENGINEERS, OPERATOR_ROUTE, PRODUCER, Faults, engineer_for, run_child
 from soak_probe import Probe, Signals, leftover_processes, limits_hit
 from soak_report import failed, report
 from soak_state import connect_ro, pending_now, read_state, unpublished_now
@@ -62,7 +71,7 @@ from soak_team import Workspace, make_workspace
 
 from panels.host.delivery import OPERATOR
 from panels.host.process import read_pid_record
-from peerbus import BusBackend, open_bus
+from peerbus import BusBackend, Outgoing, open_bus
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).resolve()
@@ -99,6 +108,8 @@ class Settings:
     deadline: float  # the whole run
     drain_timeout: float  # the last life's wait for a drained bus
     timing: Timing
+    burst: int = 0  # ops submitted at once in the first life and at the end; 0: none
+    faults: Faults | None = None
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -111,6 +122,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         deadline, drain = 300.0 + 60.0 * kills + 10.0 * messages, 120.0 + 5.0 * messages
     else:
         deadline, drain = 60.0 + 6.0 * kills + 0.2 * messages, 30.0 + 0.1 * messages
+    injected = not cli and not args.no_faults
+    burst = args.burst if args.burst is not None else 3 * BATCH
     return Settings(
         kills=kills,
         messages=messages,
@@ -120,7 +133,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
         deadline=args.deadline or deadline,
         drain_timeout=drain,
         timing=CLI if cli else SCRIPTED,
+        burst=min(burst, messages // 3) if injected else 0,
+        faults=plan_faults(messages) if injected else None,
     )
+
+
+def plan_faults(messages: int) -> Faults:
+    """Drivers that raise once: the producer on two ops, each engineer on one of its own
+    (spread over the run); eng1 (even ops) answers every task with two messages."""
+    spread = [messages * k // 5 for k in (1, 2, 3, 4)]
+    raises = {PRODUCER: frozenset(spread[:2])}
+    for name, n in zip(ENGINEERS, spread[2:], strict=True):
+        owned = n if engineer_for(n) == name else n + 1
+        raises[name] = frozenset({owned} if owned < messages else ())
+    return Faults(raises, frozenset(n for n in range(messages) if engineer_for(n) == "eng1"))
 
 
 def kill_plan(rng: random.Random, kills: int) -> list[str]:
@@ -177,8 +203,16 @@ class Run:
                 flush=True,
             )
 
-    async def submit(self, bus: BusBackend, count: int, delay: float = 0.0) -> None:
+    async def submit(
+        self, bus: BusBackend, count: int, delay: float = 0.0, *, burst: bool = False
+    ) -> None:
         await anyio.sleep(delay)
+        if burst:  # one transaction: the whole chunk waits at once, more than a turn takes
+            texts = [op_text(self.submitted + i, cli=self.settings.cli) for i in range(count)]
+            outgoing = [Outgoing(OPERATOR_ROUTE, {"type": "message", "text": t}) for t in texts]
+            await bus.submit_many(OPERATOR, outgoing)
+            self.submitted += count
+            return
         for _ in range(count):
             text = op_text(self.submitted, cli=self.settings.cli)
             await bus.submit(OPERATOR, OPERATOR_ROUTE, {"type": "message", "text": text})
@@ -238,13 +272,16 @@ class Run:
         }
         return aims[kind]
 
-    async def killed_life(self, kind: str, bus: BusBackend, ops: int) -> None:
+    async def killed_life(
+        self, kind: str, bus: BusBackend, ops: int, *, burst: bool = False
+    ) -> None:
         """One life, killed with SIGKILL at a moment of `kind`; `ops` are submitted meanwhile."""
         s = self.settings.timing
         async with self.child(kind) as proc, anyio.create_task_group() as tg:
             before = self.probe.read()
             # The chunk goes out while the host starts or runs, as an operator's input would.
-            tg.start_soon(self.submit, bus, ops, self.rng.uniform(0, SUBMIT_WITHIN))
+            delay = self.rng.uniform(0, SUBMIT_WITHIN)
+            tg.start_soon(partial(self.submit, bus, ops, delay, burst=burst))
             hit = True
             if kind == "random":
                 await anyio.sleep(self.rng.uniform(0, s.random_max))
@@ -323,24 +360,27 @@ class Run:
 
 
 async def soak(settings: Settings, root: Path) -> dict[str, Any]:
-    ws = make_workspace(root, cli=settings.cli, messages=settings.messages)
+    ws = make_workspace(root, cli=settings.cli, messages=settings.messages, faults=settings.faults)
     probe = Probe(
         marks=ws.marks, hostdb=ws.team.hostdb_path, bus=Path(ws.team.bus), turns=ws.turns()
     )
     plan = kill_plan(random.Random(settings.seed), settings.kills)
-    # One chunk of ops before each killed life: every life has work to be killed in.
-    parts = chunks(settings.messages, settings.kills)
+    # One chunk of ops before each killed life: every life has work to be killed in. With a
+    # burst, the first life's chunk is the burst and the last life's remainder another.
+    first = settings.burst if settings.kills else 0
+    parts = [first, *chunks(settings.messages - 2 * first, settings.kills - 1)] if first else []
+    parts = parts or chunks(settings.messages, settings.kills)
     with ws.log.open("ab") as log:
         run = Run(settings, ws, probe, log, child_env(ws), random.Random(settings.seed + 1))
         async with open_bus(Path(ws.team.bus)) as bus:
-            for kind, ops in zip(plan, parts, strict=False):
+            for index, (kind, ops) in enumerate(zip(plan, parts, strict=False)):
                 if run.remaining() <= 0:
                     run.deadline_hit = True
                     run.progress("deadline hit: no more kills", force=True)
                     break
-                await run.killed_life(kind, bus, ops)
+                await run.killed_life(kind, bus, ops, burst=index == 0 and first > 0)
                 run.progress(f"killed ({kind})")
-            await run.submit(bus, settings.messages - run.submitted)
+            await run.submit(bus, settings.messages - run.submitted, burst=settings.burst > 0)
         run.progress("last life: drain, then SIGTERM", force=True)
         await run.last_life()
         if run.remaining() <= 0:
@@ -369,7 +409,9 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         "deadline_seconds": settings.deadline,
         "deadline_hit": run.deadline_hit,
         "final_life": run.final,
-        "limits_hit": limits_hit(ws.marks, state.events),
+        "burst": settings.burst,
+        "faults": json.loads(settings.faults.to_json()) if settings.faults else None,
+        "limits_hit": limits_hit(ws.marks, state.events, state.rows),
         "invariants": {
             **{i.name: i.as_dict() for i in invariants},
             "leftover processes": {
@@ -421,6 +463,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--deadline", type=float, help="seconds for the whole run")
+    parser.add_argument("--burst", type=int, help="ops submitted at once (default 3 turns' worth)")
+    parser.add_argument("--no-faults", action="store_true", help="no bursts, raises or chatter")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--life", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -201,6 +201,18 @@ def check_pending(state: TeamState) -> Invariant:
     return inv
 
 
+def check_interrupted(state: TeamState) -> Invariant:
+    inv = Invariant(
+        "interrupted copies",
+        "input rows left marked interrupted in a window: a killed try is replaced by the turn "
+        "that runs its messages again, a failed one is deleted as its messages go back",
+    )
+    for panel, store in state.stores.items():
+        inv.parts[panel] = store.interrupted
+        inv.count += store.interrupted
+    return inv
+
+
 def check_integrity(state: TeamState) -> Invariant:
     inv = Invariant("integrity", "files whose PRAGMA integrity_check is not ok")
     bad = [f"{name}: {result}" for name, result in state.integrity.items() if result != "ok"]
@@ -253,6 +265,7 @@ def check_all(state: TeamState, *, derived: bool) -> list[Invariant]:
         check_applied_twice(state),
         check_published_twice(state),
         check_pending(state),
+        check_interrupted(state),
         check_integrity(state),
         check_event_log(state),
     ]

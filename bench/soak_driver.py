@@ -17,31 +17,39 @@ Each turn sleeps a few to tens of milliseconds so kills land inside turns, and a
 `start` and an `end` line to the marks file next to the team file: the parent aims its
 mid-turn kills at them (the event log is written in batches, too late to aim with). A send
 that comes back as an error (refused by the approver or the host's send limits) appends a
-`refused` line: the soak reports it as the harness leaving the host's limits.
+`refused` line, with the call: the soak then looks for the text on the bus (sent later by a
+follow-up turn, or never).
 
-A panel takes at most `BATCH` messages a turn (the team file says so), the host's per-turn
-send limit, since each is answered with one send; the child raises the host's send window,
-which the harnesses outrun on purpose.
+Faults (issue 30), from `faults.json` beside the team file (`Faults`):
+- `raise`: a panel's turn whose input holds one of its listed op numbers sends once, then
+  raises RuntimeError, once per op over all lives (a marker file made with O_EXCL): the
+  batch must come again, counted, and the partial send must never go out;
+- `chatty`: an engineer answers a listed task with a second message, `note op-<n>`, so a
+  full batch asks for more sends than a turn may make: the ones refused must go out in the
+  follow-up turn the host owes (its note lists them; this driver sends what it lists).
+
+The host takes at most `per_turn` messages a turn (its own claim bound, no team setting
+needed); the harnesses raise the send window in the team file (`SENDS_TABLE`), which they
+outrun on purpose.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from panels.host import panel as panel_module
 from panels.host.delivery import operator_route
 from panels.host.process import run_headless
-from panels.host.sendlimit import SendLimiter, SendLimits
+from panels.host.sendlimit import SendLimits
 from panels.team import PanelSpec, load_team
 from runtime.driver import (
     AgentDriver,
@@ -68,15 +76,43 @@ REFUSED = "refused"  # the marks line of a tool call that came back as an error
 # An operator message is its own line in the input; a peer's payload is JSON in a fence.
 OP_LINE = re.compile(r"^op-(\d+)$", re.MULTILINE)
 TASK = re.compile(r"\btask op-(\d+)\b")
-# The harnesses answer every message they take with one send, so a panel takes at most as
-# many messages a turn as the host lets one turn send (SendLimits.per_turn): a bigger batch
-# would have its extra replies refused, and a scripted driver does not come back for them.
+# What one turn may send (and so take): the host's default, which the team files keep.
 BATCH = SendLimits().per_turn
 # The host's outbound rate limit (panels/host/sendlimit.py: 60 sends per panel in 300 s)
 # stops a worm at model speed; the harnesses send hundreds of tasks in a minute or two on
-# purpose, so their hosts get a window limit they never reach. The per-turn limit and the
-# copy and verbatim-forward checks stay as they are.
-HARNESS_LIMITS = SendLimits(per_window=1_000_000)
+# purpose, so their team files give a window limit they never reach. The per-turn limit and
+# the copy and verbatim-forward checks stay as they are.
+SENDS_TABLE = ["[team.sends]", "per_window = 1000000"]
+FAULTS = "faults.json"
+RAISED = "raised"  # the directory of "<panel>-<n>" markers: each op raises once, ever
+CHATTY = re.compile(r"^- to ([A-Za-z0-9._-]+): (.+)$", re.MULTILINE)
+FOLLOW_UP = "Note from the host: your last turn tried to send more than"
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Which ops make which panel's driver raise once, and which tasks an engineer answers
+    with a second message."""
+
+    raises: dict[str, frozenset[int]]
+    chatty: frozenset[int]
+
+    @classmethod
+    def read(cls, path: Path) -> Faults:
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return cls({}, frozenset())
+        raises = {p: frozenset(int(n) for n in ns) for p, ns in data.get("raise", {}).items()}
+        return cls(raises, frozenset(int(n) for n in data.get("chatty", ())))
+
+    def to_json(self) -> str:
+        raises = {p: sorted(ns) for p, ns in self.raises.items()}
+        return json.dumps({"raise": raises, "chatty": sorted(self.chatty)}, sort_keys=True)
+
+
+def note_text(n: int) -> str:
+    return f"note op-{n}"
 
 
 def engineer_for(n: int) -> str:
@@ -95,11 +131,27 @@ def _unique(found: list[str]) -> list[int]:
     return list(dict.fromkeys(int(n) for n in found))
 
 
-def plan_sends(panel: str, text: str) -> list[tuple[str, str]]:
-    """(recipient, text) of every send a turn of `panel` makes for its input. Pure."""
+def plan_sends(
+    panel: str, text: str, chatty: frozenset[int] = frozenset()
+) -> list[tuple[str, str]]:
+    """(recipient, text) of every send a turn of `panel` makes for its input. Pure. A
+    follow-up turn's note (what the host could not send) is sent as it lists it."""
+    if text.startswith(FOLLOW_UP):
+        return [(to, body.strip()) for to, body in CHATTY.findall(text)]
     if panel == PRODUCER:
         return [(engineer_for(n), forward_text(n)) for n in _unique(OP_LINE.findall(text))]
-    return [(PRODUCER, reply_text(n)) for n in _unique(TASK.findall(text))]
+    sends = []
+    for n in _unique(TASK.findall(text)):
+        sends.append((PRODUCER, reply_text(n)))
+        if n in chatty:
+            sends.append((PRODUCER, note_text(n)))
+    return sends
+
+
+def ops_in(panel: str, text: str) -> list[int]:
+    """The op numbers a turn of `panel` acts on."""
+    found = OP_LINE.findall(text) if panel == PRODUCER else TASK.findall(text)
+    return _unique(found)
 
 
 def turn_input(request: TurnRequest) -> str:
@@ -120,15 +172,34 @@ def mark(path: Path, what: str, panel: str, detail: str = "") -> None:
 class SoakDriver:
     """An `AgentDriver` for one panel of the soak team."""
 
-    def __init__(self, panel: str, marks: Path, rng: random.Random) -> None:
+    def __init__(
+        self, panel: str, marks: Path, rng: random.Random, faults: Faults | None = None
+    ) -> None:
         self.panel = panel
         self.marks = marks
         self.rng = rng
+        self.faults = faults or Faults({}, frozenset())
+
+    def _raises(self, text: str) -> int | None:
+        """The op this turn raises on, if it is listed and has not raised yet (in any life)."""
+        listed = self.faults.raises.get(self.panel, frozenset())
+        for n in ops_in(self.panel, text):
+            if n not in listed or text.startswith(FOLLOW_UP):
+                continue
+            marker = self.marks.parent / RAISED / f"{self.panel}-{n}"
+            marker.parent.mkdir(exist_ok=True)
+            try:
+                os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                continue
+            return n
+        return None
 
     async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
         mark(self.marks, "start", self.panel)
         text = turn_input(request)
-        sends = plan_sends(self.panel, text)
+        sends = plan_sends(self.panel, text, self.faults.chatty)
+        raises = self._raises(text)
         await anyio.sleep(self.rng.uniform(0.002, 0.02))
         for to, body in sends:
             call = ToolCall(
@@ -138,6 +209,9 @@ class SoakDriver:
             )
             yield call
             yield await self._run_tool(request, call)
+            if raises is not None:  # one send queued, then a fault of the driver's own
+                mark(self.marks, "raised", self.panel, f"op-{raises}")
+                raise RuntimeError(f"soak fault: the driver raised on op-{raises}")
         await anyio.sleep(self.rng.uniform(0.001, 0.02))
         yield TextDelta(f"{self.panel}: {len(sends)} send(s)")
         yield Usage(input_tokens=max(1, len(text) // 4), output_tokens=8)
@@ -162,21 +236,16 @@ class SoakDriver:
 
 
 def soak_drivers(marks: Path, life: str) -> Callable[[PanelSpec], AgentDriver]:
+    faults = Faults.read(marks.parent / FAULTS)
+
     def make(spec: PanelSpec) -> AgentDriver:
-        return SoakDriver(spec.name, marks, random.Random(f"{life}:{spec.name}"))
+        return SoakDriver(spec.name, marks, random.Random(f"{life}:{spec.name}"), faults)
 
     return make
 
 
-def lift_send_window() -> None:
-    """This process's hosts limit their panels' sends with HARNESS_LIMITS."""
-    module: Any = panel_module
-    module.SendLimiter = partial(SendLimiter, HARNESS_LIMITS)
-
-
 def run_child(team_file: str, life: str) -> None:
     """One life of the host; it runs until SIGTERM (clean stop) or SIGKILL."""
-    lift_send_window()
     team = load_team(team_file)
     drivers = None
     if team.rehearsal is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from soak_driver import REFUSED
-from soak_state import Event, connect_ro
+from soak_state import BusRow, Event, connect_ro
+
+RAISED_MARK = "raised"  # soak_driver.py marks a raise so
 
 EVENT_KINDS = ("turn_started", "turn_committed", "settled", "host_ready")
 
@@ -135,21 +138,66 @@ def _life_of(data: str) -> str:
     return str(value.get("life", "")) if isinstance(value, dict) else ""
 
 
-def limits_hit(marks: Path, events: Sequence[Event]) -> dict[str, dict[str, Any]]:
-    """The host's limits the run ran into, each {"count", "examples"}: the sends refused (the
-    driver's `refused` marks, as "panel: call: why") and the panels halted (`halt` events)."""
+# A refused call as the driver marks it: "{'to': 'producer', 'text': 'done op-4'}: why".
+_CALL = re.compile(r"'to': '([^']*)', 'text': '([^']*)'")
+
+
+def limits_hit(
+    marks: Path, events: Sequence[Event], rows: Sequence[BusRow]
+) -> dict[str, dict[str, Any]]:
+    """The host's limits the run ran into, each {"count", "examples", "fails", "why"}.
+
+    A send refused whose text is on the bus all the same was refused for the turn's limit
+    and sent by the follow-up turn the host owed (followup.py): the limit worked, nothing
+    was lost, so it does not fail the run. A send refused and never sent, and a panel
+    halted (`halt` events: it claims nothing more), fail it: the harness left the host's
+    limits, or a promise of the host was not kept."""
     try:
         lines = marks.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         lines = []
-    refused = []
+    on_bus = {(r.sender, r.recipient, r.text) for r in rows}
+    later, never, raised = [], [], []
     for line in lines:
         what, panel, _, detail = [*line.split(" ", 3), "", "", ""][:4]
         if what == REFUSED:
-            refused.append(f"{panel}: {detail}")
+            call = _CALL.search(detail)
+            sent = call is not None and (panel, call[1], call[2]) in on_bus
+            (later if sent else never).append(f"{panel}: {detail}")
+        elif what == RAISED_MARK:
+            raised.append(f"{panel}: {detail}")
     halted = [f"{e.panel}: {e.data.get('message')}" for e in events if e.kind == "halt"]
-    hit = {"sends refused": refused, "panels halted": halted}
-    return {name: {"count": len(found), "examples": found[:5]} for name, found in hit.items()}
+    hit = {
+        "sends refused, then sent by a follow-up turn": (
+            later,
+            False,
+            (
+                "a turn sent more than per_turn (chatty engineers); the host owed and ran a "
+                "follow-up turn listing them, which sent them"
+            ),
+        ),
+        "drivers that raised": (
+            raised,
+            False,
+            (
+                "a fault injected on purpose: the turn's batch came again, counted, and its "
+                "partial send never went out (the invariants check both)"
+            ),
+        ),
+        "sends refused and never sent": (
+            never,
+            True,
+            (
+                "a reply owed and never sent: the harness left the host's limits or a "
+                "follow-up was not run"
+            ),
+        ),
+        "panels halted": (halted, True, "a halted panel claims nothing more"),
+    }
+    return {
+        name: {"count": len(found), "examples": found[:5], "fails": fails, "why": why}
+        for name, (found, fails, why) in hit.items()
+    }
 
 
 # -- leftovers --------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class PanelStore:
     delivered: tuple[tuple[int, int], ...] | None  # (message id, user row); None: no table
     unacked: int  # delivered rows without acked_at (informational)
     outbox: tuple[OutboxEntry, ...] | None  # None: no table
+    interrupted: int = 0  # user rows marked interrupted (a killed or failed try's input)
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def read_store(panel: str, path: Path) -> PanelStore:
     try:
         complete: dict[int, tuple[int, ...]] = {}
         row_ts: dict[int, float] = {}
-        in_flight = 0
+        in_flight = interrupted = 0
         for ident, ts, status, consumed in conn.execute(
             "SELECT id, ts, status, consumed_ids FROM window_rows WHERE role = 'user'"
         ):
@@ -164,6 +165,8 @@ def read_store(panel: str, path: Path) -> PanelStore:
                 row_ts[int(ident)] = iso_seconds(str(ts))
             elif status == "in_flight":
                 in_flight += 1
+            elif status == "interrupted":
+                interrupted += 1
         delivered, unacked = None, 0
         if has_table(conn, "delivered"):
             have = columns(conn, "delivered")
@@ -179,7 +182,9 @@ def read_store(panel: str, path: Path) -> PanelStore:
                     ).fetchone()[0]
                 )
         outbox = read_outbox(conn) if has_table(conn, "outbox") else None
-        return PanelStore(panel, complete, row_ts, in_flight, delivered, unacked, outbox)
+        return PanelStore(
+            panel, complete, row_ts, in_flight, delivered, unacked, outbox, interrupted
+        )
     finally:
         conn.close()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from soak_driver import BATCH, ENGINEERS, MARKS, PRODUCER
+from soak_driver import ENGINEERS, FAULTS, MARKS, PRODUCER, SENDS_TABLE, Faults
 
 from panels.host.instances import ensure_instance
 from panels.team import TeamSpec, load_team
@@ -58,10 +58,11 @@ def team_toml(*, cli: bool) -> str:
     # Off: the protocol is a ping-pong by design (a task, its reply, no world change), which
     # the team loop rules halt after a few rounds, and hundreds of ops in a minute or two
     # outrun their rate bound; the soak is about delivery under kills, not loop detection.
-    lines += ["[team.loops]", "enabled = false"]
+    lines += ["[team.loops]", "enabled = false", *SENDS_TABLE]
     # One peer message a turn with the CLI (operator input is still claimed up to 10 at a
-    # time); the scripted drivers take what one turn may answer (soak_driver.py: BATCH).
-    batch = ["[panels.batch]", "enabled = false" if cli else f"max_messages = {BATCH}"]
+    # time); the scripted drivers take what the host gives them: no more than one turn may
+    # answer, operator input included (its own bound, issue 30; the soak bursts past it).
+    batch = ["[panels.batch]", "enabled = false"] if cli else []
     lines += [
         "",
         "[[panels]]",
@@ -147,7 +148,11 @@ def lay_out(
     return home, user_home, team_file, team
 
 
-def make_workspace(root: Path, *, cli: bool, messages: int) -> Workspace:
-    extra = {"rehearsal.toml": rehearsal_toml(messages)} if cli else None
+def make_workspace(
+    root: Path, *, cli: bool, messages: int, faults: Faults | None = None
+) -> Workspace:
+    extra = {"rehearsal.toml": rehearsal_toml(messages)} if cli else {}
+    if faults is not None and not cli:
+        extra[FAULTS] = faults.to_json()
     home, user_home, team_file, team = lay_out(root, team_toml(cli=cli), extra)
     return Workspace(root, home, user_home, team_file, root / MARKS, root / "host.out", team)

@@ -32,7 +32,7 @@ text), and with it the lane of that text.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
 from functools import partial
@@ -246,6 +246,12 @@ class Session:
         turn, ValueError for a payload that is not a JSON-serialisable object."""
         return self.sends.queue(recipient, payload, topic)
 
+    def note_commit(self, key: str, value: str) -> None:
+        """Store `value` under the store's meta `key` with the commit of the turn in flight,
+        in its transaction (the owner's record of what the turn leaves owed). Raises
+        RuntimeError outside a turn."""
+        self.sends.note(key, value)
+
     # -- the turn -----------------------------------------------------------------------------
 
     async def turn(
@@ -255,9 +261,16 @@ class Session:
         consumed_ids: Sequence[int] = (),
         source: str = "",
         inbox: str | None = None,
+        notes: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[SessionEvent, None]:
         """Run one turn on `text`; `consumed_ids` are the ids (unique within `source`, an
-        opaque name the owner gives) of the messages it answers, recorded when it commits."""
+        opaque name the owner gives) of the messages it answers, recorded when it commits,
+        and `notes` (store meta values; `note_commit` adds more) are stored with them.
+
+        Only a stop (cancellation, or the owner closing the events) commits a turn half way.
+        A turn that fails (an error from the service, or anything raised) commits nothing:
+        its input row is kept, marked interrupted, for the owner to delete as it gives the
+        messages back."""
         if self.guard.halted is not None:
             await self.save_halt()
             raise self._refuse(self.guard.halted)
@@ -279,7 +292,7 @@ class Session:
             NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
         )
         self.in_flight_row = self.last_turn_row = user_id
-        self.sends.open(user_id)
+        self.sends.open(user_id, notes)
         # Always with its source, even with no ids: the turn's sends go back to that source.
         consumed = Consumed(source, tuple(consumed_ids))
         recorder = TurnRecorder(result_cap=self.config.tool_result_max_chars)
@@ -322,16 +335,27 @@ class Session:
             # With no post-turn care to come first, the trim goes in the commit's hop.
             care = care_due(self.config, recorder.final_blocks())
             ids, plan = await self._commit(
-                user_id, recorder, consumed, self.sends.close(), trim=not care
+                user_id, recorder, consumed, self.sends.close(), self.sends.notes, trim=not care
             )
             committed = True
             if halt is not None:
                 yield await self._halt(halt, user_id, ids)
             yield TurnCommitted(user_id, ids)
+        except BaseException as exc:
+            if not committed and not _is_stop(exc):
+                # A fault, not a stop (a driver or tool that raised, a commit that failed): the
+                # turn consumed nothing and sends nothing, like a failure the service reported.
+                # Its messages come again (counted toward the poison limit by the owner); its
+                # input is kept, marked, until the owner deletes it as it gives them back.
+                committed = True
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    await self.store.recover_interrupted()
+                self.debug.write("error", "turn_raised", user_row_id=user_id, error=repr(exc))
+            raise
         finally:
             self.cache_ttl.end_turn()
             user_row, self.in_flight_row = self.in_flight_row, None
-            sends = self.sends.close()
+            sends, notes = self.sends.close(), self.sends.notes
             self.sends.discard()
             self.guard.close_turn()  # closes the turn's budget and sentinel state if still open
             if self._unlogged is not None:  # halted, then stopped before it was stored
@@ -344,7 +368,7 @@ class Session:
                 # will not run again.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                     recorder.note(STOPPED_NOTE)
-                    await self._commit(user_id, recorder, consumed, sends)
+                    await self._commit(user_id, recorder, consumed, sends, notes)
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
         if care:
             await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
@@ -413,13 +437,17 @@ class Session:
         recorder: TurnRecorder,
         consumed: Consumed | None,
         sends: Sequence[OutboxDraft],
+        notes: Mapping[str, str],
         *,
         trim: bool = False,
     ) -> tuple[tuple[int, ...], TrimPlan | None]:
         """Store the turn (and with `trim`, trim the window to its caps, in the same hop)."""
         # The turn's figures go with it, in the same transaction: the guard has closed the
         # turn by now (finish_turn, or close_turn on a stop), so its spend is final.
-        figures = halts.turn_figures(recorder.usage, recorder.cost_usd, self.guard.spend())
+        figures = {
+            **notes,
+            **halts.turn_figures(recorder.usage, recorder.cost_usd, self.guard.spend()),
+        }
         commit = partial(
             TurnStore.commit_turn,
             user_row_id=user_id,
@@ -431,3 +459,9 @@ class Session:
         caps = window_caps(self.config) if trim else None
         ids, plan = await self.store.run(commit_then_trim, commit, caps)
         return tuple(ids), plan
+
+
+def _is_stop(exc: BaseException) -> bool:
+    """Whether `exc` stops a turn rather than fails it: a cancellation, or the owner closing
+    the turn's events (it was cancelled, or stops reading)."""
+    return isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit))

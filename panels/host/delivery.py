@@ -42,15 +42,33 @@ def is_operator_route(recipient: str) -> bool:
     return recipient.endswith(OPERATOR_SUFFIX)
 
 
+# Operator input a turn takes at most, before the peer inbox (within `Limits.per_turn`).
+OPERATOR_BATCH = 10
+
+
 @dataclass(frozen=True)
 class Limits:
-    max_messages: int
+    max_messages: int  # peer messages
     max_tokens: int
+    per_turn: int  # operator and peer messages together: what one turn may answer
+
+    @property
+    def operator(self) -> int:
+        """The operator input a turn takes at most."""
+        return min(OPERATOR_BATCH, self.per_turn)
+
+    def peers(self, operator_taken: int) -> int:
+        """The peer messages a turn takes at most beside `operator_taken` operator rows."""
+        return max(0, min(self.max_messages, self.per_turn - operator_taken))
 
 
-def claim_limits(batch: BatchSettings) -> Limits:
-    """`enabled = false` is the original's `peer_poll_batch = false`: one message a turn."""
-    return Limits(batch.max_messages if batch.enabled else 1, batch.max_tokens)
+def claim_limits(batch: BatchSettings, per_turn: int) -> Limits:
+    """What one turn takes. A turn may send `per_turn` messages (sendlimit.py), so it takes
+    no more than that, operator input included: each message it takes may need its reply,
+    and a reply refused for the turn's limit would be owed to a later turn (followup.py).
+    `enabled = false` is the original's `peer_poll_batch = false`: one message a turn."""
+    peers = batch.max_messages if batch.enabled else 1
+    return Limits(min(peers, per_turn), batch.max_tokens, per_turn)
 
 
 @dataclass(frozen=True)

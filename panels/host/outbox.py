@@ -9,7 +9,8 @@ only then.
 
 Before a send is queued, the host's limits on what a panel sends are checked (sendlimit.py:
 a rate limit, no copies of one text to many panels, no verbatim forwards of a peer's message);
-a refused send is a tool error the model reads.
+a refused send is a tool error the model reads. A send refused for the turn's own limit is
+noted with the turn's commit, and owed to the panel in a follow-up turn (followup.py).
 
 `publish` puts committed entries on the bus in the order they were queued, each under its
 idempotency key: a host killed between the bus write and the store's "published" mark
@@ -23,9 +24,11 @@ input row id), which is how the message graph links a send to what its turn cons
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from panels.host.delivery import HOST, OPERATOR, is_operator_route
+from panels.host.followup import MAX_ROUNDS, UNSENT_META, Owed, Unsent, encode
 from panels.host.sendlimit import SendRefused
 from panels.hostdb.catalogue import AckSent, MessageQueued, MessageSent, SendFailed, Warned
 from peerbus import InvalidKeyError, InvalidRoleError, PayloadError, PeerbusError
@@ -78,6 +81,8 @@ def queue(
             delivered=_peer_texts(runner),
         )
     except SendRefused as exc:
+        if exc.per_turn:
+            _owe(runner, session, recipient or BROADCAST, payload)
         raise NotQueuedError(str(exc)) from None
     try:
         label = session.queue_send(recipient, payload, topic)
@@ -90,6 +95,23 @@ def queue(
                                        outbox=label, topic=topic, terminal=terminal,
                                        text=_text(payload)))  # fmt: skip
     return label
+
+
+def _owe(runner: PanelRunner, session: Session, recipient: str, payload: dict[str, Any]) -> None:
+    """Note, with the turn's commit, a send refused for the turn's limit: a follow-up turn
+    is owed with it (followup.py), unless this turn is already the last follow-up allowed."""
+    turn = runner.turn
+    assert turn is not None  # queue() checked
+    text = payload.get("text")
+    turn.unsent.append(Unsent(recipient, text if isinstance(text, str) else json.dumps(payload)))
+    if turn.follow_up >= MAX_ROUNDS:
+        if len(turn.unsent) == 1:
+            runner.host.log.emit(Warned(panel=runner.name, message=(
+                f"this panel's follow-up turn {turn.follow_up} again sent more than a turn "
+                "may; what it could not send is dropped, not owed to another turn")))  # fmt: skip
+        return
+    owed = Owed(turn.follow_up + 1, tuple(turn.unsent))
+    session.note_commit(UNSENT_META, encode(owed))
 
 
 async def publish(runner: PanelRunner, session: Session) -> int:

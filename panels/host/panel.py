@@ -86,7 +86,7 @@ class PanelRunner:
         self.failure_book = FailureBook()
         self.poisoned: set[int] = set()
         self.failed_turn_ids: frozenset[int] = frozenset()
-        self.send_limits = SendLimiter(clock=host.clock)
+        self.send_limits = SendLimiter(host.team.sends, clock=host.clock)  # [team.sends]
         # For the status line: the window's tokens (after each turn and window verb) and the
         # messages waiting on the bus (inboxes.py, at its own cadence).
         self.window_tokens = 0

@@ -12,8 +12,10 @@ model decided, with three checks on every send a turn queues (`SendLimiter.check
 - no verbatim forwards: a peer's message text (one delivered to this panel, from another
   panel) is not sent on as it is; the model can say what matters in its own words.
 
-A refused send raises `SendRefused` with words the model can act on; the bus tool returns it
-as a tool error. The record lives in the host's memory (a restart starts it afresh, which a
+The limits are the team file's `[team.sends]` (`SendLimits`, panels/team/model.py). A refused
+send raises `SendRefused` with words the model can act on; the bus tool returns it as a tool
+error. One refused for the turn's limit alone is owed to the panel in a follow-up turn
+(followup.py). The record lives in the host's memory (a restart starts it afresh, which a
 worm cannot use: restarts are themselves limited). A failed turn's sends never go out, so
 they are forgotten (`forget_turn`) and its re-run may send them again.
 """
@@ -25,17 +27,18 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from panels.team import SendLimits
 
-@dataclass(frozen=True)
-class SendLimits:
-    per_turn: int = 10
-    per_window: int = 60
-    window: float = 300.0
-    max_copies: int = 2
+__all__ = ["SendLimiter", "SendLimits", "SendRefused", "fingerprint"]
 
 
 class SendRefused(Exception):
-    """The host refused a send; the message says why and what to do instead."""
+    """The host refused a send; the message says why and what to do instead. `per_turn`:
+    refused for the turn's own limit only, so a later turn may send it (followup.py)."""
+
+    def __init__(self, message: str, *, per_turn: bool = False) -> None:
+        super().__init__(message)
+        self.per_turn = per_turn
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,8 @@ class SendLimiter:
         if in_turn >= limits.per_turn:
             raise SendRefused(
                 f"this turn already sent {in_turn} messages, the most one turn may send; "
-                "end the turn, and send the rest in a later turn if they are still needed"
+                "end the turn: the host gives you a later turn with what was not sent",
+                per_turn=True,
             )
         if len(self._sent) >= limits.per_window:
             raise SendRefused(

@@ -17,6 +17,7 @@ import anyio
 from panels.host.asker import Approvals
 from panels.host.checkpointer import Checkpointer
 from panels.host.eventlog import EventLog
+from panels.host.followup import Unsent
 from panels.host.loopwatch import LoopWatch
 from panels.host.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
@@ -71,3 +72,5 @@ class TurnContext:
     output_tokens: int = 0
     usd: float = 0.0
     call_names: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
+    follow_up: int = 0  # which follow-up round this turn is (followup.py); 0: not one
+    unsent: list[Unsent] = field(default_factory=list)  # refused for the turn's limit

@@ -9,6 +9,11 @@ kept, marked) has consumed its messages; a turn that failed before committing ha
 its messages come again. A batch given back for any other reason (halted, stopping) does
 not count, and neither does a delivery cut off by the host's death.
 
+Only a stop (cancellation) commits a turn half way. A turn that raised (its driver or a tool
+failed in a way that is not a service error) committed nothing (Session.turn): it failed on
+its own, like a driver error, and is settled as one. A follow-up turn (followup.py) consumes
+no message; its commit settles the sends it was owed.
+
 A turn that failed on its own is judged by poison.py: a batch's messages come back counted
 once and are then delivered alone; a message that failed alone `max_attempts` times (the
 host's bus has it at `POISON_ATTEMPTS`) is dead-lettered by the host itself (it has just
@@ -43,6 +48,7 @@ import anyio
 
 from panels.host.checkpoints import before_turn
 from panels.host.delivery import TurnInput, operator_route
+from panels.host.followup import UNSENT_META
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
 from panels.host.poison import Verdict, judge
@@ -83,16 +89,19 @@ async def run_turn(
     claims: list[Claim],
     turn_input: TurnInput,
     tickets: Tickets,
+    *,
+    follow_up: int = 0,
 ) -> None:
     """Run one turn on `turn_input`, claimed from `bus`; raise the driver's error after
-    settling, if any."""
+    settling, if any. `follow_up`: the turn is that round of a follow-up (followup.py),
+    whose commit settles the note it answers."""
     host, log = runner.host, runner.host.log
     delivered = {m.id: m for c in claims for m in c.messages}
     if bus is host.bus:
         # What the bus tools may name (ack, forward checks): the team's bus's messages only;
         # ids on the host's own operator bus would collide with them.
         runner.remember(list(delivered.values()))
-    turn = TurnContext(runner.turns + 1, delivered, host.clock())
+    turn = TurnContext(runner.turns + 1, delivered, host.clock(), follow_up=follow_up)
     runner.turn = turn
     if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
         tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
@@ -102,6 +111,7 @@ async def run_turn(
     runner.signal("turn_started")
     log.emit(TurnStarted(panel=runner.name, turn=turn.number, input=preview(turn_input.text)))
     error: DriverError | None = None
+    fault: Exception | None = None  # raised by the turn: not a driver error, not a stop
     outcome = "stopped"
     failed = False  # the turn failed on its own (not stopped, refused or cut off)
     scope = anyio.CancelScope()
@@ -116,6 +126,7 @@ async def run_turn(
                     turn_input.text,
                     consumed_ids=turn_input.consumed_ids,
                     source=bus.identity,
+                    notes={UNSENT_META: ""} if follow_up else None,
                 )
                 async with aclosing(events) as stream:
                     async for event in stream:
@@ -129,15 +140,19 @@ async def run_turn(
                 # The guard refused the turn (a limit reached as it began), or a required
                 # checkpoint could not be taken: the panel halts.
                 outcome = "refused"
-            except Exception:
-                failed = True  # a fault of this turn's own (the life fails and restarts)
+            except Exception as exc:
+                fault = exc
+                # A fault of this turn's own (the life fails and restarts): the session
+                # committed nothing, so its batch goes back counted, as for a driver error.
+                outcome, failed = "failed", True
                 raise
     finally:
         runner.turn_scope = None
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(SETTLE_TIMEOUT):
                 drop = error is not None and not host.redeliver_failed_input
-                reason = f"its turn failed: {error}" if error is not None else "its turn failed"
+                cause = error if error is not None else fault
+                reason = f"its turn failed: {cause}" if cause is not None else "its turn failed"
                 row = session.last_turn_row if session.last_turn_row != row_before else None
                 await settle(runner, session, bus, claims, failed=reason if failed else None,
                              drop_operator=drop, error=error, input_row=row)  # fmt: skip

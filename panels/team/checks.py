@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from panels.team.locate import Loc, line_of
-from panels.team.model import RESERVED_NAMES, SENDER_PATTERN, find_duplicates
+from panels.team.model import RESERVED_NAMES, SENDER_PATTERN, SendLimits, find_duplicates
 
 Finding = tuple[Loc, str]
 Panels = list[tuple[int, dict[str, Any]]]  # (index in the file, the raw table)
@@ -42,6 +42,7 @@ def check_team(data: dict[str, Any], *, text: str, base: Path) -> list[Finding]:
         *_unknown_senders(panels, own_bus=team.get("bus") is None),
         *_missing_files(team, panels, base),
         *_missing_dirs(team, base),
+        *_batches_over_sends(team, panels),
     ]
 
 
@@ -97,6 +98,27 @@ def _unknown_senders(panels: Panels, *, own_bus: bool) -> list[Finding]:
                     "(or operator, host), or set `bus` in [team] to share another team's bus"
                 )
                 found.append((("panels", index, "listens_to", at), message))
+    return found
+
+
+def _batches_over_sends(team: dict[str, Any], panels: Panels) -> list[Finding]:
+    """A batch larger than one turn may answer: the host would take only `per_turn` of it
+    (the replies past it would be refused), so a `max_messages` above it is a mistake, said
+    with both numbers. Only a value the file sets is checked; the default fits any per_turn."""
+    sends = team.get("sends")
+    given = sends.get("per_turn") if isinstance(sends, dict) else None
+    per_turn = given if type(given) is int else SendLimits().per_turn
+    found: list[Finding] = []
+    for index, panel in panels:
+        batch = panel.get("batch")
+        wanted = batch.get("max_messages") if isinstance(batch, dict) else None
+        if type(wanted) is int and wanted > per_turn:
+            message = (
+                f"max_messages = {wanted} is more than a turn may send ([team.sends] per_turn "
+                f"= {per_turn}): the replies past {per_turn} would be refused; set max_messages "
+                f"to {per_turn} or less, or raise per_turn"
+            )
+            found.append((("panels", index, "batch", "max_messages"), message))
     return found
 
 

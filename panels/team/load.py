@@ -23,6 +23,7 @@ from panels.team.model import (
     DUPLICATE_ERROR,
     BatchSettings,
     PanelModel,
+    SendLimits,
     TeamBudget,
     TeamLoops,
     TeamModel,
@@ -99,6 +100,7 @@ class TeamSpec:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     loops: TeamLoops = field(default_factory=TeamLoops)  # `[team.loops]`: the keys given
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    sends: SendLimits = field(default_factory=SendLimits)  # `[team.sends]`
 
     @property
     def bus_file(self) -> Path | None:
@@ -230,6 +232,7 @@ def build_spec(
         sandbox=_sandbox(model, base=base, source=source, bus=bus),
         loops=team.loops,
         checkpoints=CheckpointSettings(**team.checkpoints.given()),
+        sends=team.sends,
     )
 
 

@@ -118,11 +118,35 @@ class TeamCheckpoints(Overrides):
     required: bool | None = None
 
 
+class SendLimits(_Model):
+    """`[team.sends]`: what one panel may send (panels/host/sendlimit.py checks every send
+    against these): `per_turn` sends in one turn and `per_window` in any `window` seconds,
+    acks included, and one text at most `max_copies` times in `window` seconds. A turn takes
+    no more messages than `per_turn` (each may need its reply), so `per_turn` also bounds
+    every panel's batch."""
+
+    per_turn: int = Field(default=10, ge=1, le=500)
+    per_window: int = Field(default=60, ge=1)
+    window: float = Field(default=300.0, gt=0, le=86_400)
+    max_copies: int = Field(default=2, ge=1)
+
+    @model_validator(mode="after")
+    def _workable(self) -> Self:
+        if self.per_turn > self.per_window:
+            raise ValueError(
+                f"per_turn = {self.per_turn} is more than per_window = {self.per_window}: a turn "
+                "could never send what it may; lower per_turn or raise per_window"
+            )
+        return self
+
+
 class BatchSettings(_Model):
-    """How a panel's pending messages are taken: one batch per turn, within these limits."""
+    """How a panel's pending messages are taken: one batch per turn, within these limits.
+    A turn takes at most `[team.sends] per_turn` messages, operator input included, whatever
+    `max_messages` says; a `max_messages` above it is refused (checks.py)."""
 
     enabled: bool = True  # false: one message per turn (the original's peer_poll_batch)
-    max_messages: int = Field(default=20, ge=1, le=500)
+    max_messages: int = Field(default=10, ge=1, le=500)
     max_tokens: int = Field(default=8_000, ge=100, le=200_000)
 
 
@@ -174,6 +198,7 @@ class TeamSection(_Model):
     budget: TeamBudget = Field(default_factory=TeamBudget)
     loops: TeamLoops = Field(default_factory=TeamLoops)
     checkpoints: TeamCheckpoints = Field(default_factory=TeamCheckpoints)
+    sends: SendLimits = Field(default_factory=SendLimits)
     # "shared": the panels also get a team wiki, graph and search index, kept under
     # <home>/_teams/<name>/memory, where a halted turn's writes are quarantined.
     memory: Literal["own", "shared"] = "own"

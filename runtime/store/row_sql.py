@@ -111,6 +111,19 @@ def mark_interrupted(conn: sqlite3.Connection) -> list[int]:
     return sorted(int(values[0]) for values in cursor)
 
 
+def delete_interrupted_inputs(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
+    """Delete the interrupted input rows that consumed any of the message `ids` (earlier
+    tries of the same input, cut off or failed); their row ids."""
+    cursor = conn.execute(
+        "DELETE FROM window_rows WHERE status = 'interrupted' AND role = 'user'"
+        " AND EXISTS (SELECT 1 FROM json_each(window_rows.consumed_ids)"
+        "             WHERE value IN (SELECT value FROM json_each(?)))"
+        " RETURNING id",
+        (encode_ids(list(ids)),),
+    )
+    return sorted(int(values[0]) for values in cursor)
+
+
 def delete_rows(conn: sqlite3.Connection, ids: Iterable[int]) -> int:
     """Delete the given rows in one statement; a turn's in-flight input is never deleted."""
     cursor = conn.execute(

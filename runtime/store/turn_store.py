@@ -61,13 +61,21 @@ class TurnStore:
         debug: DebugLog | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
         clock: Callable[[], str] = utc_now,
+        convert_original: bool = False,
     ) -> TurnStore:
-        """Open (creating or migrating) the store; a damaged file raises StoreCorruptError."""
+        """Open (creating or migrating) the store; a damaged file raises StoreCorruptError.
+
+        A store the original mnemara wrote is converted only with `convert_original`
+        (`mnemara migrate`, which reports what it did); otherwise StoreError names the command."""
         conn = connection.connect(path, retry)
         try:
             connection.check_integrity(conn, path, policy=retry, debug=debug)
             state = schema.inspect(conn, path, policy=retry, debug=debug)
-            # Only now, with the file known to be ours (or the original's), is it changed.
+            if state.legacy_table is not None and not convert_original:
+                raise schema.original_refusal(path)
+            # Only now, with the file known to be ours (or the original's), is it changed; the
+            # backup a migration keeps is taken first, so it is the file as it was.
+            migration = schema.migrate(conn, path, state, policy=retry, debug=debug)
             connection.run_untransacted(
                 conn,
                 lambda c: connection.set_durable_pragmas(c, path, debug),
@@ -75,13 +83,69 @@ class TurnStore:
                 policy=retry,
                 debug=debug,
             )
-            migration = schema.migrate(conn, path, state, policy=retry, debug=debug)
         except BaseException as exc:
             conn.close()
             if debug is not None and isinstance(exc, StoreError):
                 debug.write("error", "store_open_failed", path=str(path), error=str(exc))
             raise
         return cls(conn, path, migration=migration, debug=debug, retry=retry, clock=clock)
+
+    @classmethod
+    def open_read_only(
+        cls,
+        path: Path,
+        *,
+        debug: DebugLog | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
+    ) -> TurnStore:
+        """The store as it reads, with no byte of `path` written, whoever wrote it.
+
+        A current store is read in place through a read-only connection. An older one, or the
+        original mnemara's, is copied into memory and migrated there (the original converted
+        as `mnemara migrate` would, markers and all), so readers see our rows; a missing file
+        reads as an empty store and is not created. Every write raises StoreError."""
+        if not path.exists():
+            return cls._in_memory(None, path, None, debug=debug, retry=retry)
+        conn = connection.connect_read_only(path, retry)
+        try:
+            connection.check_integrity(conn, path, policy=retry, debug=debug)
+            state = schema.inspect(conn, path, policy=retry, debug=debug)
+        except BaseException:
+            conn.close()
+            raise
+        if state.version == schema.LATEST_VERSION:
+            report = MigrationReport(path, "up_to_date", state.version, state.version)
+            return cls(conn, path, migration=report, debug=debug, retry=retry, clock=utc_now)
+        return cls._in_memory(conn, path, state, debug=debug, retry=retry)
+
+    @classmethod
+    def _in_memory(
+        cls,
+        source: sqlite3.Connection | None,
+        path: Path,
+        state: schema.SchemaState | None,
+        *,
+        debug: DebugLog | None,
+        retry: RetryPolicy,
+    ) -> TurnStore:
+        """A copy of `source` (None: an empty store) in memory, migrated, then made read-only."""
+        conn = connection.connect(Path(":memory:"), retry)
+        try:
+            if source is not None:
+                with connection.translate_errors(path):
+                    source.backup(conn)
+            migration = schema.migrate(
+                conn, path, state or schema.SchemaState(0, None), policy=retry, debug=debug,
+                backup=False,
+            )  # fmt: skip
+            conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            if source is not None:
+                source.close()
+        return cls(conn, path, migration=migration, debug=debug, retry=retry, clock=utc_now)
 
     def close(self) -> None:
         self._conn.close()
@@ -136,11 +200,26 @@ class TurnStore:
         )
 
     def begin_turn(self, user: NewRow) -> int:
-        """Store a turn's input before the model answers, so a crash cannot lose it."""
+        """Store a turn's input before the model answers, so a crash cannot lose it.
+
+        In the same transaction, an interrupted input row that consumed any of the same
+        message ids is deleted: an earlier try of this input, cut off (a host killed mid-turn
+        leaves its row in flight, marked interrupted at the next open) or failed. Its messages
+        are here again, so the window holds each input once however often its turn died.
+        (Window rows carry no bus identity, so an interrupted row whose ids came from
+        another bus and collide is deleted too.)"""
         ts = self._clock()
-        return self._write_rows(
-            lambda c: row_sql.insert_rows(c, [user], ts=ts, status="in_flight"), lambda ids: ids
-        )[0]
+
+        def begin(c: sqlite3.Connection) -> tuple[int, list[int]]:
+            replaced = row_sql.delete_interrupted_inputs(c, user.consumed_ids)
+            return row_sql.insert_rows(c, [user], ts=ts, status="in_flight")[0], replaced
+
+        row_id, replaced = self._write_rows(begin, lambda done: [done[0], *done[1]])
+        if replaced and self._debug is not None:
+            self._debug.write(
+                "warning", "interrupted_input_replaced", row_ids=replaced, by_row=row_id
+            )
+        return row_id
 
     def commit_turn(
         self,

@@ -171,7 +171,8 @@ async def test_failed_turn_records_neither_and_its_rerun_sends_once(
         rows = await s.store.rows()
         committed = await s.store.committed("bus", [8])
         sent = await s.store.outbox(limit=10)
-    assert [r.status for r in rows if r.role == "user"] == ["interrupted", "complete"]
+    # The re-run replaced the failed try's interrupted input: the window holds it once.
+    assert [r.status for r in rows if r.role == "user"] == ["complete"]
     rerun = next(r.id for r in rows if r.status == "complete" and r.role == "user")
     assert committed == {8: rerun}
     assert [e.payload for e in sent] == [{"try": 2}]
@@ -224,3 +225,60 @@ async def test_opening_a_session_prunes_settled_delivery_state(
     async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
         assert await s.store.committed("bus", [1, 2]) == {2: user}
         assert [e.key for e in await s.store.outbox(limit=10)] == ["due"]
+
+
+class RaisesAfter:
+    """A driver that plays `events` (as ScriptedDriver does: tools run), then raises: a fault
+    of its own, not a stop and not a service error."""
+
+    def __init__(self, events: list[DriverEvent], then: list[DriverEvent] | None = None) -> None:
+        self.scripted = ScriptedDriver([events, *([then] if then else [])])
+        self.raised = 0
+
+    async def run_turn(self, request: Any) -> Any:
+        async for event in self.scripted.run_turn(request):
+            yield event
+        if self.raised == 0:
+            self.raised += 1
+            raise RuntimeError("the driver broke")
+
+
+async def test_a_turn_that_raises_commits_nothing_and_sends_nothing(
+    instance: InstancePaths, approver: object
+) -> None:
+    # Issue 30: only a stop (cancellation) commits a turn half way; a fault leaves its
+    # messages to come again, so its partial send must not go out.
+    tool = SendTool()
+    driver = RaisesAfter(sending({"try": 1}, then=TextDelta("half")), then=reply("again"))
+    async with with_tool(tool, driver, approver) as s:  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError, match="the driver broke"):
+            await run(s, "job", consumed_ids=[8], source="bus")
+        assert tool.queued.is_set(), "the failed turn did queue a send"
+        assert await s.store.committed("bus", [8]) == {}
+        assert await s.store.outbox(limit=10) == []
+        assert [r.status for r in await s.store.rows() if r.role == "user"] == ["interrupted"]
+        await run(s, "job", consumed_ids=[8], source="bus")
+        rows = await s.store.rows()
+    assert [r.status for r in rows if r.role == "user"] == ["complete"]
+
+
+async def test_interrupted_copies_of_an_input_do_not_pile_up(
+    instance: InstancePaths, approver: object
+) -> None:
+    # Issue 30: a host killed mid-turn leaves its input in flight, marked interrupted when the
+    # store opens again; eight kills left eight copies. The turn that runs the input again
+    # replaces them, whatever batch it comes in.
+    with TurnStore.open(instance.turns) as store:
+        for batch in ((8,), (8, 9), (8,)):
+            store.begin_turn(NewRow("user", ({"type": "text", "text": "job"},), 1,
+                                    consumed_ids=batch))  # fmt: skip
+            store.recover_interrupted()
+        store.begin_turn(NewRow("user", ({"type": "text", "text": "other"},), 1,
+                                consumed_ids=(7,)))  # fmt: skip
+        store.recover_interrupted()
+    driver = ScriptedDriver([reply("done")])
+    async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
+        await run(s, "job", consumed_ids=[8, 9], source="bus")
+        rows = await s.store.rows()
+    users = [(r.status, r.consumed_ids) for r in rows if r.role == "user"]
+    assert users == [("interrupted", (7,)), ("complete", (8, 9))]

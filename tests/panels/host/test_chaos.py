@@ -193,7 +193,9 @@ async def test_a_host_killed_mid_turn_loses_no_message(
     with store_of(team, "a") as store:
         assert store.consumed_ids() == {ident}
         statuses = [r.status for r in store.rows() if r.role == "user"]
-    assert statuses == ["interrupted", "complete"]  # the killed turn is kept, marked
+    # The killed turn's input, marked interrupted as the store opened, was replaced by the
+    # turn that ran its message again: the window holds it once (issue 30).
+    assert statuses == ["complete"]
 
 
 @pytest.mark.slow

@@ -126,6 +126,37 @@ def test_errors_name_file_line_and_field(
     assert len(error.problems) == 1 and "\n" not in str(error)
 
 
+@pytest.mark.parametrize(
+    ("tables", "line", "field", "words"),
+    [
+        # A batch bigger than one turn may answer: replies past per_turn would be refused.
+        ("[[panels]]\nname = \"a\"\n[panels.batch]\nmax_messages = 20\n", 6,
+         "panels[0].batch.max_messages",
+         "max_messages = 20 is more than a turn may send ([team.sends] per_turn = 10)"),
+        ("[team.sends]\nper_turn = 5\n[[panels]]\nname = \"a\"\n[panels.batch]\n"
+         "max_messages = 8\n", 8, "panels[0].batch.max_messages",
+         "max_messages = 8 is more than a turn may send ([team.sends] per_turn = 5)"),
+        # A turn that may send more than the window allows.
+        ("[team.sends]\nper_turn = 70\n[[panels]]\nname = \"a\"\n", 3, "team.sends",
+         "per_turn = 70 is more than per_window = 60"),
+    ],
+)  # fmt: skip
+def test_limits_that_cannot_work_together_are_refused_with_their_numbers(
+    tmp_path: Path, tables: str, line: int, field: str, words: str
+) -> None:
+    source = tmp_path / "t.toml"
+    with pytest.raises(TeamFileError) as caught:
+        parse_team(f'[team]\nname = "t"\n{tables}', source=source)
+    assert (caught.value.line, caught.value.field) == (line, field), str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_a_smaller_per_turn_bounds_the_default_batch_without_a_word(tmp_path: Path) -> None:
+    text = '[team]\nname = "t"\n[team.sends]\nper_turn = 4\n[[panels]]\nname = "a"\n'
+    team = parse_team(text, source=tmp_path / "t.toml")
+    assert team.sends.per_turn == 4
+
+
 def test_duplicate_panel_names_are_refused_at_the_second_use(tmp_path: Path) -> None:
     text = '[team]\nname = "t"\n[[panels]]\nname = "a"\n[[panels]]\nname = "a"\n'
     with pytest.raises(TeamFileError, match="already used by the panel on line 4") as caught:
