@@ -125,9 +125,15 @@ class Session:
         if guard is None:
             guard = Guard(approver, GuardSettings(config.limits, config.runtime_sentinel))
         guard.policy = approver
-        if isinstance(guard.world, WorkingTree):
-            guard.world.close()  # a kept guard's world of an earlier session: its watch ends
-        self.world = WorkingTree(cwd, self._slot_values, git=git_probe)
+        close = getattr(guard.world, "close", None)  # the probe, or a tap in front of it
+        if callable(close):
+            close()  # a kept guard's world of an earlier session: its watch ends
+        self.world = WorkingTree(
+            cwd,
+            self._slot_values,
+            git=git_probe,
+            bookkeeping=config.limits.sentinel.bookkeeping_files,
+        )
         guard.world = self.world
         guard.on_record.append(self._log_record)
         self.guard = guard

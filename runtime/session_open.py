@@ -89,3 +89,4 @@ async def open_session(
         finally:
             # A guard the owner keeps outlives this session: it must not log through it.
             session.guard.on_record.remove(session._log_record)
+            session.close()  # the working tree's watch ends with the session

@@ -30,6 +30,9 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from runtime.guard.bookkeeping import MASKED_BYTES, content_digest, is_bookkeeping
+from runtime.guard.gitrecords import join_status, split_status
+
 GitProbe = Callable[[Path], Awaitable[str | None]]
 GIT_TIMEOUT_S = 5.0
 GIT_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -73,12 +76,37 @@ class GitSnapshot:
     status: bytes  # the raw porcelain v2 output (HEAD, ahead/behind, index object ids, paths)
     contents: tuple[tuple[str, str], ...]  # (changed or untracked path, its digest)
     truncated: bool = False
+    # Globs of bookkeeping files (bookkeeping.py): left out of the digest, so a log or a
+    # notes file that changes does not change the state.
+    bookkeeping: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
-        h = hashlib.sha256(self.status)
-        h.update(repr((self.contents, self.truncated)).encode("utf-8", "surrogateescape"))
+        status, contents = self.status, self.contents
+        if self.bookkeeping:
+            status, contents = _without_bookkeeping(status, contents, self.bookkeeping)
+        h = hashlib.sha256(status)
+        h.update(repr((contents, self.truncated)).encode("utf-8", "surrogateescape"))
         return h.hexdigest()
+
+
+def _without_bookkeeping(
+    status: bytes, contents: tuple[tuple[str, str], ...], patterns: tuple[str, ...]
+) -> tuple[bytes, tuple[tuple[str, str], ...]]:
+    split = split_status(status)
+    if split is None:  # a form the records do not rebuild: judged as it is
+        return status, contents
+    header, records = split
+    kept = {
+        path: record
+        for path, record in records.items()
+        if not is_bookkeeping(path.decode("utf-8", "surrogateescape"), patterns)
+    }
+    if len(kept) == len(records):
+        return status, contents
+    return join_status(header, kept), tuple(
+        (path, digest) for path, digest in contents if not is_bookkeeping(path, patterns)
+    )
 
 
 def parse_status(output: bytes) -> GitStatus:
@@ -128,9 +156,12 @@ async def top_level(cwd: Path) -> Path | None:
     return Path(found[1].decode("utf-8", "surrogateescape").strip())
 
 
-async def git_snapshot(cwd: Path, cache: HashCache | None = None) -> GitSnapshot | None:
+async def git_snapshot(
+    cwd: Path, cache: HashCache | None = None, *, bookkeeping: tuple[str, ...] = ()
+) -> GitSnapshot | None:
     """The git state of the repository holding `cwd` (see the module docstring). `cache`
-    keeps changed files' hashes for a caller that knows which files changed since."""
+    keeps changed files' hashes for a caller that knows which files changed since;
+    `bookkeeping` files are left out of its digest."""
     if outside_any_repository(cwd):
         return None
     with anyio.move_on_after(GIT_TIMEOUT_S):
@@ -143,13 +174,14 @@ async def git_snapshot(cwd: Path, cache: HashCache | None = None) -> GitSnapshot
         _, output, truncated = status
         changed = parse_status(output).changed
         contents = await anyio.to_thread.run_sync(hash_changed, root, changed, cache)
-        return GitSnapshot(root, output, contents, truncated)
+        return GitSnapshot(root, output, contents, truncated, bookkeeping)
     return None
 
 
-async def git_state(cwd: Path) -> str | None:
-    """A digest of the git state of `cwd`, or None outside git (or when git takes too long)."""
-    snapshot = await git_snapshot(cwd)
+async def git_state(cwd: Path, *, bookkeeping: tuple[str, ...] = ()) -> str | None:
+    """A digest of the git state of `cwd`, or None outside git (or when git takes too long);
+    `bookkeeping` files are left out of it."""
+    snapshot = await git_snapshot(cwd, bookkeeping=bookkeeping)
     return None if snapshot is None else snapshot.digest
 
 
@@ -248,6 +280,12 @@ def few_and_small(paths: Iterable[str | Path]) -> bool:
 
 
 def sha256_file(path: str | Path) -> str:
+    """The file's content digest; a small text file's with its timestamps masked
+    (bookkeeping.content_digest), so a file whose only change is a time has not changed."""
+    with open(path, "rb") as fh:
+        head = fh.read(MASKED_BYTES + 1)
+        if len(head) <= MASKED_BYTES:
+            return content_digest(head)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -93,9 +93,12 @@ class WatchedGit:
     """The git state of the repository holding `cwd`, kept current (see the module
     docstring). Owns an inotify descriptor: `close()` it."""
 
-    def __init__(self, cwd: Path, *, max_watches: int = MAX_WATCHES) -> None:
+    def __init__(
+        self, cwd: Path, *, max_watches: int = MAX_WATCHES, bookkeeping: tuple[str, ...] = ()
+    ) -> None:
         self._cwd = cwd
         self._max_watches = max_watches
+        self._bookkeeping = bookkeeping  # left out of the digest (GitSnapshot.bookkeeping)
         self._lock = anyio.Lock()
         self._off: str | None = None  # why git is asked every call instead
         self._tree: TreeWatch | None = None
@@ -303,7 +306,7 @@ class WatchedGit:
         self._dirty.clear()
         if len(self._hashes) > HASHES_KEPT:
             self._hashes.clear()
-        snapshot = await git_snapshot(self._top, self._hashes)
+        snapshot = await git_snapshot(self._top, self._hashes, bookkeeping=self._bookkeeping)
         self._due = snapshot is None
         self._index = None
         if snapshot is None:
@@ -367,7 +370,9 @@ class WatchedGit:
         self._due = False
         output = join_status(header, records)
         contents = hash_changed(self._top, parse_status(output).changed, self._hashes)
-        self._digest = GitSnapshot(self._top, output, contents).digest
+        self._digest = GitSnapshot(
+            self._top, output, contents, bookkeeping=self._bookkeeping
+        ).digest
         return None
 
     async def _read_index(self) -> bool:

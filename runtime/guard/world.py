@@ -98,14 +98,20 @@ class WorkingTree:
         git: GitProbe | None = None,
         watch: bool = True,
         max_watches: int = MAX_WATCHES,
+        bookkeeping: Sequence[str] = (),
     ) -> None:
         self._root = root
         self._slots = slots
         self._git = git or git_state
         self._hasher = FileHasher()
         self._epoch = -1
+        self._bookkeeping = tuple(bookkeeping)  # files left out of the git digest
         real = self._git is git_state
-        self.watched = WatchedGit(root, max_watches=max_watches) if watch and real else None
+        self.watched = (
+            WatchedGit(root, max_watches=max_watches, bookkeeping=self._bookkeeping)
+            if watch and real
+            else None
+        )
 
     @property
     def root(self) -> Path:
@@ -131,7 +137,9 @@ class WorkingTree:
             (label, hashlib.sha256(content.encode("utf-8")).hexdigest())
             for label, content in await self._slots()
         )
-        if watched is None:
+        if watched is None and self._git is git_state:
+            git_tree = await git_state(self._root, bookkeeping=self._bookkeeping)
+        elif watched is None:
             git_tree = await self._git(self._root)
         return WorldState(files_written=files, slots=slots, git_tree=git_tree)
 
