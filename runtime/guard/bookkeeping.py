@@ -6,9 +6,11 @@ matches one of `SentinelSettings.bookkeeping_files` (globs: `*.log`, `**/logs/**
 any folder, and a pattern matches any tail of the path. Its changes are left out
 of the state the sentinel compares (the touched files and the git digest alike).
 
-A file's content is compared with its date-times and clock times masked (`content_digest`),
-so a file whose only change is a timestamp ("updated 12:04:31") has not changed. Text files
-only, up to `MASKED_BYTES`; anything else is hashed as it is.
+A file's content is compared with its date-times and clock times masked (`content_digest`,
+used for every content hash the world probe makes), so a file whose only change is a
+timestamp ("updated 12:04:31") has not changed. Text files only, up to `MASKED_BYTES`;
+anything else is hashed as it is. git itself compares bytes: a tracked file that a stamp
+makes differ from its commit is a change once; later stamps alone are not.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 MASKED_BYTES = 1024 * 1024
 _STAMP = re.compile(
@@ -28,7 +31,13 @@ _STAMP = re.compile(
 def is_bookkeeping(path: str, patterns: Iterable[str]) -> bool:
     """Does the path match one of the globs? Matched against the whole path and every tail
     of it (`logs/*` matches `/work/logs/run.txt`; `*` crosses folders); a bare name matches
-    that name in any folder, and `**/` in front matches no folder too."""
+    that name in any folder, and `**/` in front matches no folder too. Answers are kept:
+    the sentinel asks about every touched file before every call."""
+    return _matches(path, tuple(patterns))
+
+
+@lru_cache(maxsize=16_384)
+def _matches(path: str, patterns: tuple[str, ...]) -> bool:
     name = path.rsplit("/", 1)[-1]
     for pattern in patterns:
         if fnmatchcase(path, pattern) or fnmatchcase(path, "*/" + pattern):
