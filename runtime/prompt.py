@@ -13,6 +13,7 @@ Thinking blocks are not re-sent; a row with nothing else to show is left out.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,15 @@ def render_row(row: Row) -> str | None:
     if not parts:
         return None
     return f"[row {row.id} · {row.role}]\n" + "\n".join(parts)
+
+
+_ROW_HEADER = re.compile(r"\[row (\d+) · [a-z]+\]\n")
+
+
+def rendered_row_id(text: str) -> int | None:
+    """The id of the row `render_row` rendered as `text`, or None for any other text."""
+    found = _ROW_HEADER.match(text)
+    return int(found.group(1)) if found else None
 
 
 def text_block(text: str) -> Block:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.prompt import rendered_row_id
 from runtime.rehearsal.replies import Reply
 
 # How a sender is named in an inbox message: `from="producer"` (or sender=, single quotes)
@@ -49,7 +50,6 @@ INBOX_SENDER = re.compile(
 )
 
 # A stored row in the transcript, one text block each, as `runtime.prompt.render_row` writes it.
-ROW_HEADER = re.compile(r"\[row (\d+) · [a-z]+\]\n")
 
 ReplyHook = Callable[[dict[str, Any]], Reply | None]
 
@@ -104,8 +104,7 @@ def latest_user_blocks(body: Mapping[str, Any]) -> list[Any]:
 
 def row_id(text: str) -> int | None:
     """The id of the transcript row a text block renders, or None for any other text."""
-    found = ROW_HEADER.match(text)
-    return int(found.group(1)) if found else None
+    return rendered_row_id(text)
 
 
 def transcript_rows(body: Mapping[str, Any]) -> frozenset[int]:
