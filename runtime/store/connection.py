@@ -54,6 +54,22 @@ def connect(path: Path, policy: RetryPolicy) -> sqlite3.Connection:
     return conn
 
 
+def connect_read_only(path: Path, policy: RetryPolicy) -> sqlite3.Connection:
+    """Open an existing `path` so that nothing can write through this connection: the file is
+    opened read-only (`mode=ro`; never created) and the connection refuses writes."""
+    with translate_errors(path):
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro",
+            uri=True,
+            timeout=policy.busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+    conn.execute(f"PRAGMA busy_timeout = {int(policy.busy_timeout_ms)}")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 def set_durable_pragmas(conn: sqlite3.Connection, path: Path, debug: DebugLog | None) -> None:
     """WAL so readers never block the writer; FULL sync because the bus acks after our commit."""
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -6,10 +6,11 @@ the original field names, and the original's field forms (the silent types' null
 string, numbers as strings) are rewritten as ours (runtime/config_compat.py), the old file kept
 as `config.json.bak-<stamp>`.
 
-Opening a store already migrates it (TurnStore.open); this is the explicit, reportable form the
-CLI runs on one instance or on all of them. A missing turns.sqlite is reported, not created.
-An original-mnemara file is copied to `turns.sqlite.original.bak` before it is converted.
-A second run changes nothing and keeps no new backup.
+Opening a store migrates one of ours from an older schema (TurnStore.open), but converts an
+original mnemara's store only here: the explicit, reportable form the CLI runs on one instance
+or on all of them. A missing turns.sqlite is reported, not created. An original-mnemara file is
+copied to `turns.sqlite.original.bak` before it is converted, and the report lists every row
+or marker the conversion had to guess at. A second run changes nothing and keeps no new backup.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def migrate_instance(paths: InstancePaths, *, debug: DebugLog | None = None) -> 
         rows_converted=store.rows_converted,
         backup=store.backup,
         notes=store.notes,
+        markers_converted=store.markers_converted,
         config=config,
     )
 
@@ -58,5 +60,5 @@ def _migrate_store(paths: InstancePaths, debug: DebugLog | None) -> MigrationRep
     if not paths.turns.exists():
         return MigrationReport(paths.turns, "absent", None, None)
     log = debug if debug is not None else DebugLog(paths.debug_log)
-    with TurnStore.open(paths.turns, debug=log) as store:
+    with TurnStore.open(paths.turns, debug=log, convert_original=True) as store:
         return store.migration

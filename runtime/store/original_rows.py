@@ -5,6 +5,12 @@ tokens_out, pin_label and compressed_read_stub. Its shapes were loose, so the ma
 tolerant: `content` may be plain text, a JSON list of blocks or one JSON block; `tool_uses` a
 JSON list of blocks or of `{name, input}` objects. Nothing is dropped: text that does not parse
 is kept as a text block, and the original file is backed up before conversion (schema.py).
+
+The original's segment markers were rows too (role `marker`, the name as JSON text in
+`content`), which its prompt builder skipped. They become our markers, never rows the model
+would see: each is placed after the last row before it. A name marked twice meant its latest
+mark (the original's `evict_since` looked it up by name, newest first), and marking a name
+again moves our marker, so the earlier marks are superseded; every such case is a note.
 """
 
 from __future__ import annotations
@@ -16,22 +22,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime.jsonload import STORED_DEPTH, load_json
-from runtime.rows import Block, Role, Row, estimate_tokens
+from runtime.rows import Block, Marker, Role, Row, estimate_tokens
 from runtime.store.codec import dump_json
 
 LEGACY_COLUMNS = frozenset({"id", "role", "content", "pin_label"})
 _ROLES: frozenset[str] = frozenset({"user", "assistant", "system"})
 _UNPARSED = object()
 _EPOCH = re.compile(r"\d{9,11}(\.\d+)?")
+MARKER_ROLE = "marker"  # the original's role for a segment marker row
 
 
 @dataclass(frozen=True)
 class LegacyRows:
-    """The converted rows of the original's table, and what had to be guessed."""
+    """The converted rows and markers of the original's table, and what had to be guessed."""
 
     table: str
     rows: tuple[Row, ...]
     notes: tuple[str, ...]
+    markers: tuple[Marker, ...] = ()
 
 
 def find_legacy_table(conn: sqlite3.Connection) -> str | None:
@@ -66,14 +74,46 @@ def read_legacy_rows(conn: sqlite3.Connection, table: str) -> LegacyRows:
     keep_ids = all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == len(ids)
     if not keep_ids:
         notes.append("original ids were not unique positive integers; rows renumbered in order")
-    rows = []
+    rows: list[Row] = []
+    markers: dict[str, tuple[int, Marker]] = {}
     for index, record in enumerate(records, start=1):
         row_id = int(record["id"]) if keep_ids else index
+        if record.get("role") == MARKER_ROLE:
+            marker, note = convert_marker(record, after_row_id=rows[-1].id if rows else 0)
+            earlier = markers.get(marker.name)
+            if earlier is not None:
+                notes.append(
+                    f"marker {marker.name!r} (original row {earlier[0]}) superseded by its "
+                    f"later mark (original row {row_id}), as the original's evict_since chose"
+                )
+            markers[marker.name] = (row_id, marker)
+            if note:
+                notes.append(f"marker {marker.name!r} (original row {row_id}): {note}")
+            continue
         row, note = convert_row(row_id, record)
         rows.append(row)
         if note:
             notes.append(f"row {row_id}: {note}")
-    return LegacyRows(table=table, rows=tuple(rows), notes=tuple(notes))
+    kept = tuple(marker for _, marker in markers.values())
+    return LegacyRows(table=table, rows=tuple(rows), notes=tuple(notes), markers=kept)
+
+
+def convert_marker(record: dict[str, Any], *, after_row_id: int) -> tuple[Marker, str]:
+    """One original marker row as our marker after `after_row_id`, plus a note when its
+    content was not the JSON name `mark_segment` wrote or it carried a pin."""
+    content = record.get("content")
+    raw = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content or "")
+    parsed = _parse_json(raw)
+    notes = []
+    if isinstance(parsed, str) and parsed:
+        name = parsed
+    else:
+        name = raw
+        notes.append(f"content {raw[:80]!r} is not a JSON name; kept as the name")
+    if record.get("pin_label") is not None:
+        notes.append(f"its pin {record['pin_label']!r} dropped: markers are not pinned")
+    marker = Marker(name=name, after_row_id=after_row_id, ts=_timestamp(record.get("ts")))
+    return marker, "; ".join(notes)
 
 
 def convert_row(row_id: int, record: dict[str, Any]) -> tuple[Row, str]:

@@ -2,13 +2,15 @@
 
 `MIGRATIONS[n]` takes a database from version n to n + 1. Version 0 is either a fresh file or
 one written by the original mnemara (a single table with `content` and `pin_label` columns);
-the latter is copied aside first and converted in the same transaction that creates version 1.
-A file from a newer mnemara, or a SQLite file that is not a turn store at all, is refused
-without being touched.
+the latter is copied aside first and converted in the same transaction that creates version 1,
+and only when the caller asks for it (`mnemara migrate`): any other opener is refused, so the
+original can go on using its file. A file from a newer mnemara, or a SQLite file that is not a
+turn store at all, is refused without being touched.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,25 +150,27 @@ class MigrationReport:
     rows_converted: int = 0
     backup: Path | None = None
     notes: tuple[str, ...] = ()
+    markers_converted: int = 0
 
     def __str__(self) -> str:
         return self.describe()
 
     def describe(self) -> str:
-        """One line for the CLI."""
+        """A line for the CLI, then one per thing a conversion had to guess or set aside."""
         text = {
             "absent": f"{self.path}: no turn store yet, nothing to migrate",
             "created": f"{self.path}: created (schema v{self.to_version})",
             "up_to_date": f"{self.path}: already at schema v{self.to_version}",
             "migrated": f"{self.path}: schema v{self.from_version} -> v{self.to_version}",
             "converted_legacy": (
-                f"{self.path}: converted {self.rows_converted} rows from the original "
-                f"mnemara format to schema v{self.to_version}"
+                f"{self.path}: converted {self.rows_converted} rows and "
+                f"{self.markers_converted} markers from the original mnemara format to "
+                f"schema v{self.to_version}"
             ),
         }[self.action]
         if self.backup is not None:
             text += f"; original kept at {self.backup}"
-        return text
+        return "\n".join([text, *(f"  {note}" for note in self.notes)])
 
 
 def read_version(conn: sqlite3.Connection) -> int:
@@ -203,6 +207,18 @@ def inspect(
     return SchemaState(version, legacy_table)
 
 
+def original_refusal(path: Path) -> StoreError:
+    """The error for opening an original mnemara's store with anything but `mnemara migrate`."""
+    name = path.parent.name
+    return StoreError(
+        f"{path} is the original mnemara's turn store, not converted yet; "
+        f"`mnemara show --instance {name}` reads it as it is, and "
+        f"`mnemara migrate --instance {name}` converts it (keeping a backup). "
+        "The file is unchanged.",
+        path=path,
+    )
+
+
 def migrate(
     conn: sqlite3.Connection,
     path: Path,
@@ -210,15 +226,18 @@ def migrate(
     *,
     policy: RetryPolicy,
     debug: DebugLog | None,
+    backup: bool = True,
 ) -> MigrationReport:
-    """Bring the file to LATEST_VERSION, converting an original-mnemara file; report what ran."""
+    """Bring the file to LATEST_VERSION, converting an original-mnemara file; report what ran.
+
+    `backup=False` is for a copy in memory (a read-only view), which has nothing to keep."""
     if state.version == LATEST_VERSION:
         return MigrationReport(path, "up_to_date", state.version, state.version)
     legacy_table = state.legacy_table
-    backup = None
-    if legacy_table is not None or state.version > 0:
+    kept = None
+    if backup and (legacy_table is not None or state.version > 0):
         tag = "original" if legacy_table else f"v{state.version}"
-        backup = run_untransacted(
+        kept = run_untransacted(
             conn, lambda c: _backup(c, path, tag), path=path, policy=policy, debug=debug
         )
 
@@ -226,7 +245,7 @@ def migrate(
         # Checked again under the write lock: another process may have migrated meanwhile.
         current = read_version(c)
         if current >= LATEST_VERSION:
-            return MigrationReport(path, "up_to_date", current, current, backup=backup)
+            return MigrationReport(path, "up_to_date", current, current, backup=kept)
         converted = None
         if legacy_table is not None:
             converted = original_rows.read_legacy_rows(c, legacy_table)
@@ -235,8 +254,9 @@ def migrate(
         c.execute(f"PRAGMA user_version = {LATEST_VERSION}")
         if converted is None:
             action: MigrationAction = "migrated" if current > 0 else "created"
-            return MigrationReport(path, action, current, LATEST_VERSION, backup=backup)
+            return MigrationReport(path, action, current, LATEST_VERSION, backup=kept)
         row_sql.insert_whole_rows(c, converted.rows)
+        slot_sql.insert_markers(c, list(converted.markers))
         row_sql.raise_last_row_id(c, max((row.id for row in converted.rows), default=0))
         c.execute(f"DROP TABLE {original_rows.quote_name(converted.table)}")
         slot_sql.set_meta(c, "converted_from_original_at", utc_now())
@@ -246,12 +266,13 @@ def migrate(
             0,
             LATEST_VERSION,
             rows_converted=len(converted.rows),
-            backup=backup,
+            backup=kept,
             notes=converted.notes,
+            markers_converted=len(converted.markers),
         )
 
     report = run_write(conn, step_up, path=path, policy=policy, debug=debug)
-    if debug is not None and report.action != "up_to_date":
+    if debug is not None and report.action != "up_to_date" and backup:
         debug.write("info", "store_migrated", detail=report.describe())
     return report
 
@@ -273,12 +294,26 @@ def _inspect(conn: sqlite3.Connection) -> tuple[int, str | None, list[str]]:
 
 
 def _backup(conn: sqlite3.Connection, path: Path, tag: str) -> Path:
-    """A consistent copy (SQLite's backup API, so WAL content is included) next to the file."""
+    """A consistent copy next to the file: its very bytes when everything is in the file (the
+    original's rollback journal), else SQLite's backup API, so WAL content is included."""
     target = path.with_name(f"{path.name}.{tag}.bak")
     counter = 1
     while target.exists():
         target = path.with_name(f"{path.name}.{tag}.{counter}.bak")
         counter += 1
+    if not path.with_name(f"{path.name}-wal").exists():
+        # Under a read transaction's shared lock no writer can change the file while it is
+        # copied, so the copy is the file as it was, byte for byte.
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            shutil.copyfile(path, target)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        finally:
+            conn.execute("COMMIT")
+        return target
     copy = sqlite3.connect(target)
     try:
         conn.backup(copy)

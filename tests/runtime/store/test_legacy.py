@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from runtime.errors import StoreError
 from runtime.home import InstancePaths
 from runtime.rows import NewRow
 from runtime.store import LATEST_VERSION, TurnStore, migrate_instance
@@ -129,11 +130,74 @@ def test_new_rows_continue_after_the_original_ids(original: InstancePaths) -> No
         assert store.append([NewRow("user", (), 1)]) == [8]
 
 
-def test_opening_an_original_file_converts_it_too(original: InstancePaths) -> None:
-    with TurnStore.open(original.turns) as store:
-        assert store.migration.action == "converted_legacy"
-        assert len(store.rows()) == 7
-    assert (original.root / "turns.sqlite.original.bak").exists()
+def test_opening_an_original_file_refuses_and_names_migrate(original: InstancePaths) -> None:
+    before = original.turns.read_bytes()
+    with pytest.raises(StoreError) as refused:
+        TurnStore.open(original.turns)
+    assert "`mnemara migrate --instance old` converts it" in str(refused.value)
+    assert "`mnemara show --instance old` reads it" in str(refused.value)
+    assert original.turns.read_bytes() == before
+    assert sorted(p.name for p in original.root.iterdir()) == ["config.json", "turns.sqlite"]
+
+
+def test_a_read_only_open_reads_the_original_as_converted_and_writes_nothing(
+    original: InstancePaths,
+) -> None:
+    before = original.turns.read_bytes()
+    with TurnStore.open_read_only(original.turns) as store:
+        assert store.migration.action == "converted_legacy" and store.migration.backup is None
+        assert [r.id for r in store.rows()] == [1, 2, 3, 4, 5, 6, 7]
+        with pytest.raises(StoreError):
+            store.append([NewRow("user", (), 1)])
+    assert original.turns.read_bytes() == before
+    assert sorted(p.name for p in original.root.iterdir()) == ["config.json", "turns.sqlite"]
+    migrate_instance(original)
+    with TurnStore.open_read_only(original.turns) as store:
+        assert store.migration.action == "up_to_date" and len(store.rows()) == 7
+
+
+def test_a_read_only_open_of_a_missing_store_creates_nothing(mnemara_home: Path) -> None:
+    path = mnemara_home / "nothing" / "turns.sqlite"
+    with TurnStore.open_read_only(path) as store:
+        assert store.rows() == []
+    assert not path.parent.exists()
+
+
+MARKED_ROWS: list[dict[str, Any]] = [
+    {"ts": "2026-05-01T10:00:00", "role": "user", "content": "first"},
+    {"ts": "2026-05-01T10:00:01", "role": "marker", "content": json.dumps("refactor")},
+    {"ts": "2026-05-01T10:00:02", "role": "assistant", "content": "second"},
+    {"ts": "2026-05-01T10:00:03", "role": "marker", "content": json.dumps("review"),
+     "pin_label": "odd"},
+    {"ts": "2026-05-01T10:00:04", "role": "user", "content": "third"},
+    {"ts": "2026-05-01T10:00:05", "role": "marker", "content": json.dumps("refactor")},
+    {"ts": "2026-05-01T10:00:06", "role": "marker", "content": "not json"},
+    {"ts": "2026-05-01T10:00:07", "role": "assistant", "content": "fourth"},
+]  # fmt: skip
+
+
+def test_the_originals_markers_stay_markers(mnemara_home: Path) -> None:
+    paths = InstancePaths.for_name("marked", mnemara_home)
+    write_original_instance(paths.root, MARKED_ROWS)
+    report = migrate_instance(paths)
+    assert (report.rows_converted, report.markers_converted) == (4, 3)
+    text = str(report)
+    assert "converted 4 rows and 3 markers from the original mnemara format" in text
+    assert (
+        "  marker 'refactor' (original row 2) superseded by its later mark (original row 6)" in text
+    )
+    assert "  marker 'review' (original row 4): its pin 'odd' dropped" in text
+    assert "  marker 'not json' (original row 7): content 'not json' is not a JSON name" in text
+    with TurnStore.open(paths.turns) as store:
+        rows = store.rows()
+        assert [(r.id, r.role) for r in rows] == [
+            (1, "user"), (3, "assistant"), (5, "user"), (8, "assistant")
+        ]  # fmt: skip
+        assert not any("refactor" in json.dumps(r.blocks) for r in rows)
+        assert [(m.name, m.after_row_id) for m in store.markers()] == [
+            ("review", 3), ("refactor", 5), ("not json", 5)
+        ]  # fmt: skip
+        assert [r.id for r in store.rows_since("refactor")] == [8]
 
 
 def test_unflushed_wal_content_is_in_the_backup_and_the_conversion(mnemara_home: Path) -> None:
