@@ -2,7 +2,8 @@
 
 Commands that change or remove an instance hold its lease while they do (`hold_instance`), so
 they refuse an instance a host is running and no host starts on it half-way through.
-`show`, `list`, `export` only read; `note` only appends to a memory file.
+`show`, `list`, `export` only read, and write no byte of the instance: an original mnemara's
+store is read as it is (TurnStore.open_read_only). `note` only appends to a memory file.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ def show(
 
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
-    with TurnStore.open(paths.turns) as store:
+    # Read-only: an original mnemara's store is read as `migrate` would convert it, in memory.
+    with TurnStore.open_read_only(paths.turns) as store:
         view = describe_window(store, config, last=n)
     replayed = last_replay(paths)
     role = Path(config.role_doc_path) if config.role_doc_path else None

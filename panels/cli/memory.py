@@ -1,11 +1,12 @@
 """`mnemara memory`: search, index, wiki pages and the graph of one instance, from a shell.
 
 Commands that write (index, reindex, graph rebuild) hold the instance's lease, so they refuse
-an instance a running host is using. search and the wiki commands only read: LanceDB readers
-may run beside a writing process (150 searches beside a writer's 757 upserts, no error). The
-graph engines lock their file against a second read-write open, and the host keeps its graph
-open; an open from here could also make the host's first open fail, so `graph query` takes
-the lease for the moment it reads and says plainly when a host holds the instance.
+an instance a running host is using. search, the wiki commands and `graph query` only read, and
+write no byte of the instance (not even a lease file): an index that does not exist yet is not
+made, and the graph is opened read-only with either engine, so an original mnemara's Kuzu
+graph stays as it was. LanceDB readers may run beside a writing process (150 searches beside a
+writer's 757 upserts, no error); ladybug opens read-only beside a writer, kuzu refuses while a
+writer holds its file, and the message says so.
 
 Text read from memory is untrusted: every hidden character is shown as an escape.
 """
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panels.cli.errors import EXIT_INSTANCE, EXIT_USAGE, fail, reports_errors
+from panels.cli.errors import EXIT_USAGE, fail, reports_errors
 from panels.cli.instances import hold_instance
 from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
@@ -29,6 +30,7 @@ from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
 if TYPE_CHECKING:
     from runtime.home import InstancePaths
     from runtime.memory import Memory, QueryResult
+    from runtime.memory.engines import GraphEngine
 
 APP_SETTINGS = {
     "cls": Group,
@@ -60,6 +62,7 @@ def opened(
 
     With `lease` (command, action) the instance is leased first and let go last, after the
     engines are closed: a host starting meanwhile never finds the graph's file locked.
+    Without, the command only reads, and the engines are opened so that they write nothing.
     """
     from runtime.config import load_config
     from runtime.home import InstancePaths
@@ -69,7 +72,8 @@ def opened(
     with ExitStack() as stack:
         if lease is not None:
             stack.enter_context(hold_instance(paths, *lease))
-        yield paths, stack.enter_context(open_memory(paths, load_config(paths.config)))
+        config = load_config(paths.config)
+        yield paths, stack.enter_context(open_memory(paths, config, read_only=lease is None))
 
 
 def shown(text: str, limit: int | None = None) -> str:
@@ -224,25 +228,15 @@ def graph_query(
     """Run a read-only Cypher query on the graph (anything that writes is refused)."""
     from runtime.config import load_config
     from runtime.home import InstancePaths
-    from runtime.lease import InstanceLeasedError
     from runtime.policy.cypher import require_read_only
 
     require_read_only(cypher)  # refused before anything is opened
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
-    try:
-        if config.graph_engine == "ladybug" and config.graph_enabled:
-            # ladybug opens read-only beside a writer (a running host) and takes no lock.
-            result = _query_read_only(paths, cypher)
-        else:
-            with opened(instance, ("memory graph query", "query its graph")) as (_, memory):
-                result = memory.graph().query(cypher)
-    except InstanceLeasedError as exc:
-        raise fail(
-            f"the graph is open in {exc.owner.describe()}, which holds instance {instance!r}; "
-            "query it from a panel (the graph_query tool), or stop the host and retry",
-            EXIT_INSTANCE,
-        ) from None
+    if not config.graph_enabled:
+        with opened(instance) as (_, memory):
+            memory.graph()  # says the graph is off, and where to switch it on
+    result = _query_read_only(paths, config.graph_engine, cypher)
     if as_json:
         typer.echo(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
         return
@@ -253,21 +247,22 @@ def graph_query(
         typer.echo("(no rows)")
 
 
-def _query_read_only(paths: InstancePaths, cypher: str) -> QueryResult:
-    """The query on the instance's ladybug graph opened read-only; an empty result when there
-    is no graph yet. A writer's checkpoint being replayed refuses a read-only open for a
-    moment: tried three times."""
+def _query_read_only(paths: InstancePaths, engine: GraphEngine, cypher: str) -> QueryResult:
+    """The query on the instance's graph opened read-only (no byte written, no lease taken);
+    an empty result when there is no graph yet. With ladybug, a writer's checkpoint being
+    replayed refuses a read-only open for a moment: tried three times. kuzu refuses while a
+    writer (a running host) holds the file, and the error says so."""
     from runtime.errors import EngineUnavailableError
     from runtime.memory import QueryResult
     from runtime.memory.engines import database_path
     from runtime.memory.graph import open_graph
 
     root = paths.root / "graph"
-    if not database_path(root, "ladybug").exists():
+    if not database_path(root, engine).exists():
         return QueryResult([], [])
     for attempt in range(3):
         try:
-            graph = open_graph(root, "ladybug", instance=paths.name, read_only=True)
+            graph = open_graph(root, engine, instance=paths.name, read_only=True)
             break
         except EngineUnavailableError as exc:
             if "recovery" not in str(exc) or attempt == 2:

@@ -36,7 +36,7 @@ def export(
         check_output(output)
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
-    with TurnStore.open(paths.turns) as store:
+    with TurnStore.open_read_only(paths.turns) as store:
         # Opened once the store is: a store that cannot be read leaves no empty file behind.
         target: IO[str]
         with output.open("w", encoding="utf-8") if output else nullcontext(sys.stdout) as target:

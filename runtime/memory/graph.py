@@ -26,6 +26,7 @@ from typing import Any
 
 from runtime.errors import MemoryStoreError
 from runtime.jsonload import load_json
+from runtime.memory.carry import CarryPlan, GraphRecords, read_records
 from runtime.memory.engines import GraphEngine, database_path, import_engine, open_database
 from runtime.memory.linking import link_note, link_page, rebuild_graph
 from runtime.memory.model import GraphNode, QueryResult
@@ -245,6 +246,30 @@ class KuzuGraph:
             for row in result.get_all()
         ]
         return QueryResult(columns=columns, rows=rows)
+
+    def records(self) -> GraphRecords:
+        """Every node and edge as stored (properties as their JSON text)."""
+        return read_records(self._rows)
+
+    def carry(self, plan: CarryPlan) -> None:
+        """Add the plan's nodes and edges with their ids, properties text and times as they
+        were (`mnemara migrate`, bringing the original's graph over: carry.py)."""
+        for node in plan.nodes:
+            self._execute(
+                "CREATE (n:Node {id: $id, label: $label, properties: $properties, "
+                "created_at: $at})",
+                {"id": node.id, "label": node.label, "properties": node.properties,
+                 "at": node.created_at},
+            )  # fmt: skip
+        for edge in plan.edges:
+            self._execute(
+                "MATCH (a:Node {id: $from_id}), (b:Node {id: $to_id}) "
+                "CREATE (a)-[:Edge {id: $id, relationship: $relationship, "
+                "properties: $properties, created_at: $at}]->(b)",
+                {"from_id": edge.from_id, "to_id": edge.to_id, "id": edge.id,
+                 "relationship": edge.relationship, "properties": edge.properties,
+                 "at": edge.created_at},
+            )  # fmt: skip
 
     def counts(self) -> tuple[int, int]:
         nodes = self._rows("MATCH (n:Node) RETURN count(n)")[0][0]

@@ -271,16 +271,20 @@ class LanceIndex:
 
 
 def open_lance_index(
-    root: Path, embedder: Embedder, ann_threshold: int = ANN_THRESHOLD
+    root: Path, embedder: Embedder, ann_threshold: int = ANN_THRESHOLD, *, create: bool = True
 ) -> LanceIndex:
     """The `atoms` table in the LanceDB directory `root` (an instance's `index/`), opened.
 
+    `create=False` is for readers: without an `atoms` table nothing is made (no directory, no
+    table) and every read answers empty.
     EngineUnavailableError when the directory is unreadable or corrupt, or when the table was
     built with another embedder.
     """
+    index = LanceIndex(root, embedder, None, ann_threshold)
+    if not create and not (root / f"{TABLE}.lance").is_dir():
+        return index  # (and LanceDB, slow to import, is not even loaded)
     import lancedb
 
-    index = LanceIndex(root, embedder, None, ann_threshold)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

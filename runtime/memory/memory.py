@@ -260,9 +260,12 @@ def sync_index(memory: Memory, progress: Progress | None = None) -> Synced:
 
 
 def engine_openers(
-    paths: InstancePaths | Path, config: InstanceConfig
+    paths: InstancePaths | Path, config: InstanceConfig, *, read_only: bool = False
 ) -> tuple[IndexOpener, GraphOpener]:
-    """The real engines for a memory root (an instance, or a team's shared memory)."""
+    """The real engines for a memory root (an instance, or a team's shared memory).
+
+    `read_only` engines write no byte: the index is not created when missing, the graph is
+    opened without the right to write (and is unavailable when there is none yet)."""
     root = paths.root if isinstance(paths, InstancePaths) else paths
     name = paths.name if isinstance(paths, InstancePaths) else None
 
@@ -274,22 +277,35 @@ def engine_openers(
         # Embed once now: an unreachable or broken embedder is reported when search is first
         # used, not as "no matches" from an index that could not take the note.
         embedder.embed(["mnemara"])
-        return open_lance_index(root / "index", embedder)
+        return open_lance_index(root / "index", embedder, create=not read_only)
 
     def open_graph() -> GraphStore:
+        from runtime.memory.engines import database_path
         from runtime.memory.graph import open_graph as open_engine
 
-        return open_engine(root / "graph", config.graph_engine, instance=name)
+        path = database_path(root / "graph", config.graph_engine)
+        if read_only and not path.exists():
+            raise EngineUnavailableError(
+                "no graph yet (nothing has been linked)", store="graph", path=path
+            )
+        return open_engine(root / "graph", config.graph_engine, instance=name, read_only=read_only)
 
     return open_index, open_graph
 
 
 @contextmanager
 def open_memory(
-    paths: InstancePaths, config: InstanceConfig, debug: DebugLog | None = None
+    paths: InstancePaths,
+    config: InstanceConfig,
+    debug: DebugLog | None = None,
+    *,
+    read_only: bool = False,
 ) -> Iterator[Memory]:
-    """An instance's memory; engines opened inside the block are closed when it ends."""
-    open_index, open_graph = engine_openers(paths, config)
+    """An instance's memory; engines opened inside the block are closed when it ends.
+
+    `read_only` is for commands that only read: its engines write no byte (engine_openers);
+    the notes and wiki are read as files, and a write through them is the caller's bug."""
+    open_index, open_graph = engine_openers(paths, config, read_only=read_only)
     memory = Memory(
         notes=FileNotes(paths.memory),
         wiki=FileWiki(paths.wiki),

@@ -11,8 +11,10 @@ original is deleted or rewritten in place:
 - index: the original's `memories` table is read, never changed. Its `manual` rows exist
   nowhere else, so each becomes a note once, marked `**original_id:**`; then the `atoms`
   table is brought up to date from notes and wiki with our embedder.
-- graph: ladybug cannot open the original's Kuzu file, so ours is built from notes and wiki;
-  with graph_engine "kuzu" the original file is opened in place.
+- graph: ladybug cannot open the original's Kuzu file, so ours is built from notes and wiki,
+  then every node and edge of the original that notes and wiki do not give (what its agent
+  added by hand) is carried over with its id (carry.py; the original is read read-only in a
+  child process). With graph_engine "kuzu" the original file is opened in place, read-only.
 
 An engine that cannot be used leaves its store for later and the report names the command
 that finishes the job; notes and wiki are migrated all the same.
@@ -37,7 +39,7 @@ from runtime.errors import EngineUnavailableError, MemoryStoreError
 from runtime.home import InstancePaths
 from runtime.jsonload import load_json
 from runtime.memory.memory import Memory, Synced, open_memory, sync_index
-from runtime.memory.protocols import Progress
+from runtime.memory.protocols import GraphStore, Progress
 from runtime.memory.slugs import MAX_SEGMENT, check_slug, page_path, suggest_slug
 
 ORIGINAL_TABLE = "memories"  # the original's LanceDB table in `index/`
@@ -260,30 +262,83 @@ def build_graph(
     engine = memory.config.graph_engine
     finish = f"finish with `mnemara memory graph rebuild --instance {paths.name}`"
     try:
+        if engine == "kuzu" and original_graph and memory.config.graph_enabled:
+            nodes, edges = _count_read_only(paths)
+            done.say(
+                f"graph: the original's Kuzu graph, opened in place: {nodes} nodes, {edges} "
+                "edges (left as it is)"
+            )
+            return
         graph = memory.graph()
         nodes, edges = graph.counts()
         if engine == "kuzu":
-            where = "the original's Kuzu graph, opened in place" if original_graph else "kuzu"
-            done.say(f"graph: {where}: {nodes} nodes, {edges} edges")
-            return
-        if nodes or edges:
-            done.say(f"graph: already built ({nodes} nodes, {edges} edges), left as it is")
+            done.say(f"graph: kuzu: {nodes} nodes, {edges} edges")
             return
         notes, pages = memory.notes.atoms(), memory.wiki.atoms()
-        if not notes and not pages:
+        if nodes or edges:
+            done.say(f"graph: already built ({nodes} nodes, {edges} edges), left as it is")
+        elif not notes and not pages:
             done.say("graph: nothing to build (no notes or wiki pages)")
-            return
-        nodes, edges = rebuild_graph(graph, notes, pages)
+        else:
+            nodes, edges = rebuild_graph(graph, notes, pages)
+            if original_graph:
+                done.say(
+                    "graph: the original's Kuzu graph cannot be opened by ladybug; rebuilt from "
+                    f'notes and wiki: {nodes} nodes, {edges} edges; set graph_engine to "kuzu" '
+                    "to keep using it in place",
+                    changed=True,
+                )
+            else:
+                done.say(
+                    f"graph: built from notes and wiki: {nodes} nodes, {edges} edges", changed=True
+                )
+        if original_graph:
+            carry_original_graph(paths, graph, done)
     except MemoryStoreError as exc:  # EngineUnavailableError, or the engine failing mid-build
         done.unfinished.append("graph")
         done.say(f"graph: not built: {exc}; {finish}")
-        return
-    if original_graph:
+
+
+def carry_original_graph(paths: InstancePaths, graph: GraphStore, done: MemoryMigration) -> None:
+    """Add to our graph what the original's holds and ours does not (carry.py)."""
+    from runtime.memory.carry import plan_carry, read_original_graph
+    from runtime.memory.graph import KuzuGraph
+
+    if not isinstance(graph, KuzuGraph):
+        return  # only the real engines hold the original's records
+    try:
+        original = read_original_graph(paths.graph / ORIGINAL_GRAPH)
+    except EngineUnavailableError as exc:
+        done.unfinished.append("graph")
         done.say(
-            "graph: the original's Kuzu graph cannot be opened by ladybug; rebuilt from notes "
-            f'and wiki: {nodes} nodes, {edges} edges; set graph_engine to "kuzu" to keep '
-            "using it in place",
-            changed=True,
+            f"graph: the original's Kuzu graph was not read, so nothing its agent added by hand "
+            f"is carried over yet: {exc}; finish with `mnemara migrate --instance {paths.name}` "
+            "once that is fixed"
         )
-    else:
-        done.say(f"graph: built from notes and wiki: {nodes} nodes, {edges} edges", changed=True)
+        return
+    plan = plan_carry(original, graph.records())
+    given = f"{plan.given_nodes} nodes and {plan.given_edges} edges"
+    if not plan.nodes and not plan.edges:
+        done.say(
+            f"graph: all of the original's Kuzu graph is in ours ({given}); the original "
+            "is left as it is"
+        )
+        return
+    graph.carry(plan)
+    nodes, edges = graph.counts()
+    done.say(
+        f"graph: carried over from the original's Kuzu graph what notes and wiki do not give: "
+        f"{plan.describe()}, ids kept; {given} of it come from notes and wiki; now {nodes} "
+        f"nodes, {edges} edges; the original is left as it is",
+        changed=True,
+    )
+
+
+def _count_read_only(paths: InstancePaths) -> tuple[int, int]:
+    from runtime.memory.graph import open_graph
+
+    graph = open_graph(paths.graph, "kuzu", instance=paths.name, read_only=True)
+    try:
+        return graph.counts()
+    finally:
+        graph.close()

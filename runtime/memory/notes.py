@@ -11,7 +11,9 @@ A block is the original mnemara's shape, so its files parse here and ours parse 
     - deploy
     - disk
 
-Structured fields are `**key:** value` lines; a list is a real Markdown list. Archiving
+Structured fields are `**key:** value` lines; a list is a real Markdown list. The original
+wrote a list field as Python's text for it (`**applies_to:** ['reads', 'writes']`), read back
+here as the list it was (`parse_list_text`), never as text cut at its commas. Archiving
 (replay's near-duplicates) never edits a day file: the block is copied to
 `memory/archive/YYYY-MM-DD.md` and its source recorded in `memory/archive/archived.jsonl`;
 restoring appends a line there, so every archive is reversible.
@@ -19,6 +21,7 @@ restoring appends a line there, so every archive is reversible.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -38,6 +41,7 @@ _PROVENANCE = re.compile(r"\A<!-- panel=(\S+) epoch=(\d+) turn=(\d+|-) -->\n?")
 _FIELD = re.compile(r"^\*\*([A-Za-z_][A-Za-z0-9_]*):\*\*[ \t]*(.*)$")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FORGED = re.compile(r"^(?:##\s*\[|<!-- panel=)", re.MULTILINE)
+_MAX_LIST_TEXT = 4096  # a field longer than this is text, not a list the original wrote
 
 
 def render_block(
@@ -99,9 +103,28 @@ def parse_payload(body: str) -> dict[str, Any]:
             payload[key].append(line[2:].strip())
         elif line.strip():
             key = None
+    for name, value in payload.items():
+        if isinstance(value, str) and (items := parse_list_text(value)) is not None:
+            payload[name] = items
     if isinstance(payload.get("applies_to"), str):  # the original wrote "a, b"
         payload["applies_to"] = [p.strip() for p in payload["applies_to"].split(",") if p.strip()]
     return payload
+
+
+def parse_list_text(text: str) -> list[Any] | None:
+    """The list a one-line field holds when it is a JSON or Python list of strings and numbers
+    (`["a", 1]`, `['a', 'b']`, as the original wrote its lists); None for any other text."""
+    if not (text.startswith("[") and text.endswith("]")) or len(text) > _MAX_LIST_TEXT:
+        return None
+    try:
+        value = ast.literal_eval(text)  # literals only: no name is looked up, nothing runs
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and all(
+        isinstance(item, str | int | float) and not isinstance(item, bool) for item in value
+    ):
+        return value
+    return None
 
 
 def parse_day(day_file: str, content: str) -> list[Atom]:

@@ -165,6 +165,11 @@ def test_an_original_instance_is_migrated_once(mnemara_home: Path) -> None:
         "graph: the original's Kuzu graph cannot be opened by ladybug; rebuilt from notes and "
         'wiki: 9 nodes, 2 edges; set graph_engine to "kuzu" to keep using it in place'
     ) in text
+    assert (
+        "graph: carried over from the original's Kuzu graph what notes and wiki do not give: "
+        "1 nodes (entity 1) and 1 edges ((none) 1), ids kept; 1 nodes and 0 edges of it come "
+        "from notes and wiki; now 10 nodes, 3 edges; the original is left as it is"
+    ) in text
     assert "nothing to change" not in text
 
     # Nothing of the original was changed or deleted, except the two config fields.
@@ -189,7 +194,8 @@ def test_an_original_instance_is_migrated_once(mnemara_home: Path) -> None:
     text = str(second)
     assert "2 kept as notes" not in text and "0 kept as notes now, 2 before" in text
     assert "index: 0 added, 0 updated, 0 removed, 7 unchanged" in text
-    assert "graph: already built (9 nodes, 2 edges), left as it is" in text
+    assert "graph: already built (10 nodes, 3 edges), left as it is" in text
+    assert "graph: all of the original's Kuzu graph is in ours (2 nodes and 1 edges)" in text
     assert "wiki: 2 page(s) with original names were copied before" in text
     assert text.endswith("memory: nothing to change (already migrated)")
     assert snapshot(paths.root) == after | {"config.json": after_config_bytes(paths)}
@@ -246,10 +252,13 @@ def test_with_graph_engine_kuzu_the_original_graph_opens_in_place(mnemara_home: 
         """
     )
     env = {**os.environ, "MNEMARA_HOME": str(mnemara_home)}
+    before = (paths.graph / "kuzu_db").read_bytes()
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr
     assert "graph: the original's Kuzu graph, opened in place: 2 nodes, 1 edges" in done.stdout
+    assert "(left as it is)" in done.stdout
+    assert (paths.graph / "kuzu_db").read_bytes() == before
     assert "index: not built: search is off" in done.stdout
     assert not (paths.graph / "lbug_db").exists()

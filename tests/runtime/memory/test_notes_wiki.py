@@ -214,3 +214,17 @@ def test_written_text_cannot_forge_a_note_or_a_writer(notes: NoteStore, wiki: Wi
 
 
 ENG_WRITER = Provenance("eng", 2, 41)
+
+
+def test_list_fields_the_original_wrote_as_python_text_read_back_as_lists() -> None:
+    # tools.write_memory of the original: `**applies_to:** {applies}` with a list.
+    day = (
+        "## [2026-11-20T09:14:03+00:00] observation\n\nRetries hide it.\n\n"
+        "**evidence:** ['log line', 3]\n\n**applies_to:** ['reads', 'writes']\n\n"
+        '**prediction:** ["json", "list"]\n\n**confidence:** [not, a, literal]\n'
+    )
+    [atom] = parse_day("2026-11-20.md", day)
+    assert atom.payload["applies_to"] == ["reads", "writes"]
+    assert atom.payload["evidence"] == ["log line", 3]
+    assert atom.payload["prediction"] == ["json", "list"]
+    assert atom.payload["confidence"] == "[not, a, literal]"  # text, as written

@@ -1,0 +1,97 @@
+"""Every read-only command leaves an original mnemara instance byte for byte as it was.
+
+The instance is the original's (tests/originals.py): its turns.sqlite, config, notes, wiki and
+Kuzu graph. Each command runs through the real typer app (or the real entry point in a child
+process, for the kuzu engine, which never loads beside ladybug), and every path under the
+instance is hashed before and after: nothing may be added, removed or changed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from panels.cli.main import app
+from tests.originals import digest, make_original_instance
+
+runner = CliRunner()
+
+READ_ONLY = [
+    ["list"],
+    ["show", "--instance", "old"],
+    ["show", "--instance", "old", "--json", "-n", "3"],
+    ["export", "--instance", "old"],
+    ["export", "--instance", "old", "--markdown"],
+    ["role", "--instance", "old"],
+    ["replay", "--instance", "old"],
+    ["rewind", "--list", "--instance", "old"],
+    ["memory", "search", "loader", "--instance", "old"],
+    ["memory", "wiki", "ls", "--instance", "old"],
+    ["memory", "wiki", "show", "loader", "--instance", "old"],
+    ["memory", "graph", "query", "MATCH (n:Node) RETURN count(n) AS n", "--instance", "old"],
+    ["ps", "--team", "old"],
+    ["logs", "--team", "old"],
+]
+
+
+def test_read_only_commands_leave_an_original_instance_byte_identical(
+    mnemara_home: Path,
+) -> None:
+    paths = make_original_instance(mnemara_home, graph=False)
+    before = digest(paths.root)
+    changed = {}
+    for args in READ_ONLY:
+        result = runner.invoke(app, args)
+        assert "Traceback" not in result.stdout + result.stderr, (args, result.stderr)
+        after = digest(paths.root)
+        if after != before:
+            changed[" ".join(args)] = sorted(
+                name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+            )
+            before = after
+    assert changed == {}
+
+
+def test_show_reads_the_original_window_without_converting_it(mnemara_home: Path) -> None:
+    make_original_instance(mnemara_home, graph=False)
+    result = runner.invoke(app, ["show", "--instance", "old"])
+    assert result.exit_code == 0, result.stderr
+    assert "start the refactor" in result.stdout and "now review it" in result.stdout
+    assert "refactor" not in result.stdout.replace("start the refactor", "")  # markers: no rows
+    assert "the window is empty" not in result.stdout
+
+
+def cli_in_child(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MNEMARA_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "panels.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["memory", "graph", "query", "MATCH (n:Node) RETURN count(n) AS n", "--instance", "old"],
+        ["replay", "--instance", "old"],
+    ],
+)
+def test_a_graph_read_leaves_the_original_kuzu_graph_byte_identical(
+    mnemara_home: Path, args: list[str]
+) -> None:
+    paths = make_original_instance(mnemara_home, graph_engine="kuzu")
+    before = digest(paths.root)
+    done = cli_in_child(mnemara_home, *args)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert digest(paths.root) == before
+    if args[0] == "memory":
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == ["n", "6"]
