@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,11 @@ def test_a_host_killed_twenty_times_delivers_each_message_exactly_once() -> None
     assert result["kills"] == KILLS, result["exited_by_themselves"]
     assert result["lives"] >= KILLS + 1
     assert not result["deadline_hit"]
-    # A send refused or a panel halted by the host's limits: the harness left them.
-    assert all(not hit["count"] for hit in result["limits_hit"].values()), result["limits_hit"]
+    # A send refused and never sent, or a panel halted by the host's limits: the harness left
+    # them. (Sends refused and then sent by a follow-up turn, and the drivers' raises, are the
+    # soak's injected faults: expected, and explained in the report.)
+    hit = result["limits_hit"]
+    assert all(not h["count"] for h in hit.values() if h["fails"]), hit
     # Every op was forwarded and answered: the checks ran over a full run, not an empty one.
     assert result["bus_messages"] >= 3 * MESSAGES and result["turns"] > 0
     counts = {name: inv["count"] for name, inv in result["invariants"].items()}
@@ -81,7 +85,7 @@ def test_the_soak_checks_count_planted_defects(monkeypatch: pytest.MonkeyPatch) 
     )  # fmt: skip
     assert {i.name: i.count for i in check_all(clean, derived=True)} == {
         "lost": 0, "applied twice": 0, "published twice": 0, "claimed or pending": 0,
-        "integrity": 0, "event log gaps": 0,
+        "interrupted copies": 0, "integrity": 0, "event log gaps": 0,
     }  # fmt: skip
 
     planted = TeamState(
@@ -94,7 +98,9 @@ def test_the_soak_checks_count_planted_defects(monkeypatch: pytest.MonkeyPatch) 
         stores={**clean.stores,
                 "producer": store("producer", {10: (1,), 11: (1,), 12: (3,), 13: ()},
                                   {"k1": 2}),
-                "eng1": store("eng1", {20: (2,), 21: (4,)}, {"k2": 3})},
+                "eng1": store("eng1", {20: (2,), 21: (4,)}, {"k2": 3}),
+                # An input left marked interrupted (a copy of a killed or failed try).
+                "eng2": replace(store("eng2", {}, {}), interrupted=1)},
         events=(*clean.events, event(6, "turn_committed", "producer", user_row=11),
                 event(7, "turn_committed", "eng1", user_row=21),
                 event(8, "host_ready", life="b")),  # no host_started of life b: a gap
@@ -102,5 +108,5 @@ def test_the_soak_checks_count_planted_defects(monkeypatch: pytest.MonkeyPatch) 
     )  # fmt: skip
     assert {i.name: i.count for i in check_all(planted, derived=True)} == {
         "lost": 2, "applied twice": 1, "published twice": 1, "claimed or pending": 1,
-        "integrity": 1, "event log gaps": 2,
+        "interrupted copies": 1, "integrity": 1, "event log gaps": 2,
     }  # fmt: skip
