@@ -259,6 +259,14 @@ def _query_read_only(paths: InstancePaths, engine: GraphEngine, cypher: str) -> 
 
     root = paths.root / "graph"
     if not database_path(root, engine).exists():
+        if engine == "ladybug" and database_path(root, "kuzu").exists():
+            typer.echo(
+                f"mnemara: no ladybug graph yet, but the original mnemara's Kuzu graph is at "
+                f"{database_path(root, 'kuzu')}: `mnemara migrate --instance {paths.name}` "
+                'carries it over, or set graph_engine to "kuzu" in config.json to query it '
+                "in place",
+                err=True,
+            )
         return QueryResult([], [])
     for attempt in range(3):
         try:

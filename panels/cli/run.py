@@ -70,6 +70,7 @@ def run(
     from panels.repl.face import run_solo
     from runtime.home import InstancePaths
     from runtime.policy.rules import load_rules
+    from runtime.store.schema import refuse_original
 
     mode = sandbox_mode(sandbox)
     if panel is not None and rehearsal is None:
@@ -84,6 +85,8 @@ def run(
         )
     # A bad permissions.json would only stop the panel once the host runs: say so now (exit 8).
     load_rules(InstancePaths.for_name(instance).permissions)
+    # So would an original mnemara's store, which only `migrate` converts: before any lease.
+    refuse_original(InstancePaths.for_name(instance).turns)
     on_dashboard = wants_dashboard(no_tui)
     if rehearsal is not None and not on_dashboard:
         from panels.cli.rehearse import run_rehearsal

@@ -21,7 +21,14 @@ from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
 from runtime.store import original_rows, row_sql, slot_sql
 from runtime.store.codec import utc_now
-from runtime.store.connection import RetryPolicy, run_read, run_untransacted, run_write
+from runtime.store.connection import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    connect_read_only,
+    run_read,
+    run_untransacted,
+    run_write,
+)
 
 MigrationAction = Literal["absent", "created", "up_to_date", "migrated", "converted_legacy"]
 
@@ -217,6 +224,21 @@ def original_refusal(path: Path) -> StoreError:
         "The file is unchanged.",
         path=path,
     )
+
+
+def refuse_original(path: Path, policy: RetryPolicy = DEFAULT_RETRY) -> None:
+    """StoreError (`original_refusal`) when `path` is an original mnemara's store not yet
+    converted, found without writing a byte; for commands that would change the store, to say
+    so before they start anything."""
+    if not path.is_file():
+        return
+    conn = connect_read_only(path, policy)
+    try:
+        state = inspect(conn, path, policy=policy, debug=None)
+    finally:
+        conn.close()
+    if state.legacy_table is not None:
+        raise original_refusal(path)
 
 
 def migrate(

@@ -95,3 +95,25 @@ def test_a_graph_read_leaves_the_original_kuzu_graph_byte_identical(
     if args[0] == "memory":
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["n", "6"]
+
+
+def test_run_refuses_an_original_store_before_it_starts_and_names_migrate(
+    mnemara_home: Path,
+) -> None:
+    paths = make_original_instance(mnemara_home, graph=False)
+    before = digest(paths.root)
+    result = runner.invoke(app, ["run", "--instance", "old", "--no-tui"], input="/quit\n")
+    assert result.exit_code == 5, (result.stdout, result.stderr)
+    assert "`mnemara migrate --instance old` converts it (keeping a backup)" in result.stderr
+    assert digest(paths.root) == before  # no lease file, no host directory
+
+
+def test_graph_query_points_at_the_originals_kuzu_graph(mnemara_home: Path) -> None:
+    paths = make_original_instance(mnemara_home, graph=False)
+    (paths.graph).mkdir()
+    (paths.graph / "kuzu_db").write_bytes(b"stands for the original's graph")
+    query = ["memory", "graph", "query", "MATCH (n:Node) RETURN n.id", "--instance", "old"]
+    result = runner.invoke(app, query)
+    assert result.exit_code == 0
+    assert "`mnemara migrate --instance old` carries it over" in result.stderr
+    assert 'or set graph_engine to "kuzu"' in result.stderr
