@@ -70,20 +70,20 @@ def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
         conn.close()
 
 
-def takes_input(event: Delivered, panel: str | None, message: int | None) -> bool:
-    """Whether the delivery `event` is the turn that took operator message `message` for
-    `panel`. Operator input waits on the host's own bus, which may not be the team's (a
-    foreign table, PostgreSQL): ids there are counted apart from the team bus's, so id
-    alone also matches peer messages, of this panel or another. The bus is told by the
-    sender: only `operator` writes on operator routes, and a turn takes from one bus."""
+def takes_input(event: Delivered, panel: str | None, message: int | None, bus: str) -> bool:
+    """Whether the delivery `event` is the turn that took operator message `message` (on the
+    bus whose identity is `bus`) for `panel`. Operator input waits on the host's own bus,
+    which may not be the team's (a foreign table, PostgreSQL): ids there are counted apart
+    from the team bus's, so an id is matched with its bus. Records written before events
+    named their bus (`bus` empty on either side) are told by the sender instead: only
+    `operator` writes on operator routes, and a turn takes from one bus."""
     from panels.host.delivery import OPERATOR
 
-    return (
-        message is not None
-        and event.panel == panel
-        and message in event.ids
-        and OPERATOR in event.senders
-    )
+    if message is None or event.panel != panel or message not in event.ids:
+        return False
+    if bus and event.bus:
+        return event.bus == bus
+    return OPERATOR in event.senders
 
 
 def follow_ticket(team: str, command: int, wait: float) -> None:
@@ -96,6 +96,7 @@ def follow_ticket(team: str, command: int, wait: float) -> None:
     try:
         panel: str | None = None
         message: int | None = None
+        bus = ""
         turn: int | None = None
         cursor = 0
         deadline = time.monotonic() + wait
@@ -103,8 +104,8 @@ def follow_ticket(team: str, command: int, wait: float) -> None:
             for logged in read_events(conn, after=cursor, limit=1_000):
                 cursor, event = logged.id, logged.event
                 if isinstance(event, VerbApplied) and event.id == command:
-                    panel, message = event.panel, event.message
-                elif isinstance(event, Delivered) and takes_input(event, panel, message):
+                    panel, message, bus = event.panel, event.message, event.bus
+                elif isinstance(event, Delivered) and takes_input(event, panel, message, bus):
                     turn = event.turn
                 elif isinstance(event, TurnEnded) and (event.panel, event.turn) == (panel, turn):
                     error = f": {event.error}" if event.error else ""

@@ -41,6 +41,7 @@ class Outcome:
     text: str
     ticket: Ticket | None = None  # for input: completes when the turn that took it ends
     message: int | None = None  # the bus message an input or a nudge became
+    bus: str = ""  # the identity of the bus it is on
 
 
 class VerbRefusedError(Exception):
@@ -84,7 +85,7 @@ class Dispatcher:
         text = verb.text if isinstance(verb, verbs.Input | verbs.Nudge) else ""
         applied = VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
                               summary=verb.summary(), text=text, message=outcome.message,
-                              ok=outcome.ok, outcome=outcome.text)  # fmt: skip
+                              bus=outcome.bus, ok=outcome.ok, outcome=outcome.text)  # fmt: skip
         # A verb is done when its record is on disk (a halt survives the host's death); a
         # command from the control table is answered in the same transaction as its record.
         answer = None if command_id is None else CommandAnswer(command_id, outcome.ok, outcome.text)
@@ -129,7 +130,8 @@ class Dispatcher:
                 OPERATOR, operator_route(runner.name), {"type": "input", "text": verb.text}
             )
             ticket = self.tickets.open(runner.name, ident)
-            return Outcome(True, f"queued as message {ident}", ticket, ident)
+            bus = self.services.operator_bus.identity
+            return Outcome(True, f"queued as message {ident}", ticket, ident, bus)
         if isinstance(verb, verbs.Nudge):
             payload = {"type": "nudge", "text": verb.text}
             giver = self.panels.get(by)
@@ -142,7 +144,8 @@ class Dispatcher:
                 return Outcome(True, f"nudge for {runner.name} queued as outbox entry {label}; "
                                      "it is sent when this turn ends")  # fmt: skip
             ident = await self.services.bus.submit(by, runner.name, payload)
-            return Outcome(True, f"nudge sent to {runner.name} as message {ident}", message=ident)
+            return Outcome(True, f"nudge sent to {runner.name} as message {ident}", message=ident,
+                           bus=self.services.bus.identity)  # fmt: skip
         if isinstance(verb, verbs.Pause):
             runner.pause(verb.reason)
             return Outcome(True, f"{runner.name} is paused (after the turn in flight, if any)")

@@ -106,7 +106,8 @@ async def run_turn(
     if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
         tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
     log.emit(Delivered(panel=runner.name, turn=turn.number, ids=turn_input.consumed_ids,
-                       senders=turn_input.senders, stale_ids=turn_input.stale_ids))  # fmt: skip
+                       senders=turn_input.senders, stale_ids=turn_input.stale_ids,
+                       bus=bus.identity))  # fmt: skip
     runner.set_state(runner.state, "")
     runner.signal("turn_started")
     log.emit(TurnStarted(panel=runner.name, turn=turn.number, input=preview(turn_input.text)))

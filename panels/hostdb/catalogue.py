@@ -157,6 +157,7 @@ class Delivered(HostEvent):
     ids: tuple[int, ...]
     senders: tuple[str, ...]
     stale_ids: tuple[int, ...] = ()
+    bus: str = ""  # the identity of the bus the ids are on ("": written before it was kept)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -417,6 +418,7 @@ class VerbApplied(HostEvent):
     summary: str  # the verb's arguments, in one line
     text: str = ""  # the words of an input or a nudge, whole
     message: int | None = None  # the bus message an input or a nudge became
+    bus: str = ""  # the identity of the bus `message` is on
     ok: bool
     outcome: str
 

@@ -78,3 +78,26 @@ def test_a_failed_operator_turn_exits_one(mnemara_home: Path) -> None:
     with pytest.raises(typer.Exit) as caught:
         follow_ticket("crew", 1, wait=30.0)
     assert caught.value.exit_code == 1
+
+
+def test_a_row_that_claims_to_be_the_operator_on_another_bus_is_not_the_ticket(
+    mnemara_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A foreign table's row written as `operator`, to the same panel, with the same id as
+    the input: the sender cannot tell the buses apart, the bus identity does."""
+    given = VerbApplied(
+        panel="producer", id=1, verb="input", by="operator", summary="", message=7,
+        bus="host-own", ok=True, outcome="queued as message 7",
+    )  # fmt: skip
+    _team(
+        mnemara_home,
+        [
+            given,
+            Delivered(panel="producer", turn=1, ids=(7,), senders=("operator",), bus="shared"),
+            _ended("producer", 1, "failed"),
+            Delivered(panel="producer", turn=2, ids=(7,), senders=("operator",), bus="host-own"),
+            _ended("producer", 2),
+        ],
+    )
+    follow_ticket("crew", 1, wait=30.0)
+    assert capsys.readouterr().out == "turn 2 of producer done\n"
