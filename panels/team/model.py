@@ -96,12 +96,17 @@ class TeamLoops(Overrides):
 
     enabled: bool | None = None
     ping_pong_exchanges: int | None = Field(default=None, ge=2, le=1000)
-    substantive_chars: int | None = Field(default=None, ge=1, le=100_000)
+    ping_pong_window: float | None = Field(default=None, gt=0, le=86_400)
+    substantive_chars: int | None = Field(default=None, ge=1, le=100_000)  # ignored
     novelty: float | None = Field(default=None, ge=0.0, le=1.0)
+    novel_units: int | None = Field(default=None, ge=1, le=1000)
     ack_chain: int | None = Field(default=None, ge=2, le=1000)
+    ack_window: float | None = Field(default=None, gt=0, le=86_400)
     ack_max_chars: int | None = Field(default=None, ge=1, le=10_000)
     cascade_generations: int | None = Field(default=None, ge=2, le=1000)
+    cascade_window: float | None = Field(default=None, gt=0, le=86_400)
     rate_messages: int | None = Field(default=None, ge=1, le=100_000)
+    rate_halt_ratio: float | None = Field(default=None, gt=1.0, le=100.0)
     rate_window: float | None = Field(default=None, gt=0, le=86_400)
 
 

@@ -57,3 +57,16 @@ def test_a_bad_key_names_the_file_line_and_field(
     line = TEAM.replace(old, new).splitlines().index(new) + 1
     assert (error.path, error.line, error.field) == (source, line, field)
     assert words in str(error) and str(error).startswith(f"{source}:{line}: field '{field}':")
+
+
+def test_each_rule_s_time_window_and_the_halt_ratio_can_be_set(tmp_path: Path) -> None:
+    text = TEAM.replace(
+        "rate_window = 60.0",
+        "ping_pong_window = 120.0\nack_window = 90.0\ncascade_window = 45.0\n"
+        "rate_halt_ratio = 2.0\nnovel_units = 5",
+    )
+    team = parse_team(text, source=tmp_path / "team.toml", home=tmp_path)
+    settings = Host(team, home=tmp_path).loop_settings
+    assert (settings.ping_pong_window, settings.ack_window, settings.cascade_window) == (
+        120.0, 90.0, 45.0)  # fmt: skip
+    assert (settings.rate_halt, settings.novel_units) == (60, 5)
