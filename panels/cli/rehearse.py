@@ -148,6 +148,8 @@ def rehearse(
     """
     from panels.cli.cassette import run_cassette, write_script
     from panels.cli.record import refuse_existing
+    from runtime.home import InstancePaths
+    from runtime.store.schema import refuse_original
 
     mode = sandbox_mode(sandbox)
     if (script is None) == (cassette is None):
@@ -162,6 +164,7 @@ def rehearse(
         raise fail("give the instance to rehearse with --instance NAME", EXIT_USAGE)
     if log is not None:
         check_output(log)
+    refuse_original(InstancePaths.for_name(instance).turns)  # only `migrate` converts one
     if cassette is not None:
         run_cassette(instance, cassette, prompt or [], log, rehearse=_rehearse, sandbox=mode)
     elif script is not None:

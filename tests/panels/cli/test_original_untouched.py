@@ -117,3 +117,14 @@ def test_graph_query_points_at_the_originals_kuzu_graph(mnemara_home: Path) -> N
     assert result.exit_code == 0
     assert "`mnemara migrate --instance old` carries it over" in result.stderr
     assert 'or set graph_engine to "kuzu"' in result.stderr
+
+
+def test_rehearse_refuses_an_original_store_before_it_starts(mnemara_home: Path) -> None:
+    paths = make_original_instance(mnemara_home, graph=False)
+    script = Path(__file__).resolve().parents[3] / "examples" / "rehearsal" / "solo.toml"
+    before = digest(paths.root)
+    args = ["rehearse", "--instance", "old", "--script", str(script)]
+    result = runner.invoke(app, args, input="hello\n/quit\n")
+    assert result.exit_code == 5, (result.stdout, result.stderr)
+    assert "`mnemara migrate --instance old` converts it" in result.stderr
+    assert digest(paths.root) == before
