@@ -118,8 +118,13 @@ async def test_17_18_23_paths_that_leave_home_are_refused(
     home: Path,
     outside: Path,
 ) -> None:
-    """#17 `..`, #18 a symlink out of HOME, #23 /proc and /dev/fd views: the real policy says no."""
-    configure(read_skeleton_enabled=True)  # file_tool_home_only stays on
+    """#17 `..`, #18 a symlink out of HOME, #23 /proc and /dev/fd views: the real policy says no.
+
+    Every probe names one file outside HOME, so the sentinel would stop the turn at the
+    fourth (the same refusal three times is a runaway's sign): it is off here, so that the
+    policy answers each spelling itself."""
+    # file_tool_home_only stays on
+    configure(read_skeleton_enabled=True, runtime_sentinel=False)
     (home / "link").symlink_to(outside)
     with (outside / "x.py").open("rb") as held:
         probes = [
