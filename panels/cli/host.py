@@ -28,6 +28,7 @@ from panels.cli.teams import open_host_db, running_pid, team_state
 
 if TYPE_CHECKING:
     from panels.host.demo import DemoResult
+    from panels.team import TeamSpec
 
 START_WAIT = 30.0  # seconds `up` waits for a detached host to say it is ready
 
@@ -79,6 +80,7 @@ def up(
     from panels.team import load_team
 
     team = load_team(team_file)
+    refuse_originals(team)
     if headless:
         anyio.run(
             lambda: run_headless(team, out=lambda s: typer.echo(s), life=life), backend="trio"
@@ -124,6 +126,17 @@ def up(
         f"the host of team {team.name!r} did not start: {reason} (log: {team.log_path})",
         code or EXIT_FAILURE,
     )
+
+
+def refuse_originals(team: TeamSpec) -> None:
+    """Refuse, before a host starts, a team whose panels use an original mnemara's instance
+    not yet migrated (only `migrate` converts one); names the file and `migrate`."""
+    from runtime.home import InstancePaths
+    from runtime.store.schema import refuse_original
+
+    home = team.state_dir.parents[1]  # <home>/_teams/<name>
+    for spec in team.panels:
+        refuse_original(InstancePaths.for_name(spec.instance, home).turns)
 
 
 def _attach_after_up(name: str, hostdb_path: Path) -> None:

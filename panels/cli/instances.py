@@ -25,8 +25,16 @@ if TYPE_CHECKING:
 
 
 def hold_instance(paths: InstancePaths, command: str, action: str) -> Lease:
-    """Lease the instance for `mnemara <command>`, or raise InstanceLeasedError (`action`)."""
+    """Lease the instance for `mnemara <command>`, or raise InstanceLeasedError (`action`).
+
+    An original mnemara's instance not yet migrated is refused first, before the lease file
+    is made: only `migrate` (which converts it, keeping a backup) and `delete` (which the user
+    asked for by name) change its files."""
     from runtime.lease import LeaseOwner, acquire_lease
+    from runtime.store.schema import refuse_original
+
+    if command not in ("migrate", "delete"):
+        refuse_original(paths.turns)
 
     lease = acquire_lease(paths, LeaseOwner.this_process(f"`mnemara {command}`"), action=action)
     if lease.stale_owner is not None:

@@ -128,3 +128,41 @@ def test_rehearse_refuses_an_original_store_before_it_starts(mnemara_home: Path)
     assert result.exit_code == 5, (result.stdout, result.stderr)
     assert "`mnemara migrate --instance old` converts it" in result.stderr
     assert digest(paths.root) == before
+
+
+WRITERS = [
+    ["clear", "--instance", "old"],
+    ["note", "--instance", "old", "the loader is slow"],
+    ["role", "--instance", "old", "--set", "role.md"],
+    ["import", "--instance", "old", "rows.jsonl"],
+]
+
+
+@pytest.mark.parametrize("args", WRITERS, ids=[a[0] for a in WRITERS])
+def test_a_command_that_would_change_an_original_instance_refuses_and_names_migrate(
+    mnemara_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """Only `migrate` changes an original's files: the others refuse before a lease file or
+    an index is made, and say what to do."""
+    paths = make_original_instance(mnemara_home, graph=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "role.md").write_text("# Role\n")
+    (tmp_path / "rows.jsonl").write_text("")
+    before = digest(paths.root)
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0
+    assert "migrate" in result.stderr and "Traceback" not in result.stdout + result.stderr
+    assert digest(paths.root) == before
+
+
+def test_up_refuses_a_team_on_an_original_instance_before_a_host_starts(
+    mnemara_home: Path, tmp_path: Path
+) -> None:
+    paths = make_original_instance(mnemara_home, graph=False)
+    team = tmp_path / "team.toml"
+    team.write_text('[team]\nname = "crew"\n[[panels]]\nname = "a"\ninstance = "old"\n')
+    before = digest(paths.root)
+    result = runner.invoke(app, ["up", str(team), "--detach"])
+    assert result.exit_code != 0 and "migrate" in result.stderr
+    assert digest(paths.root) == before
+    assert not (mnemara_home / "_teams" / "crew" / "host.pid").exists()
