@@ -1,7 +1,7 @@
 """Exactly-once delivery under crashes: kill a real host with SIGKILL again and again, then check.
 
     .venv/bin/python bench/soak.py [--kills R] [--messages N] [--cli] [--seed S] [--keep] [--json]
-                                   [--burst B] [--no-faults]
+                                   [--burst B] [--no-faults] [--ring P] [--recreate K]
 
 A producer and two engineers run in a real host process, started the way `mnemara up
 --headless` runs one (`run_headless`, here through the hidden `--child` mode of this
@@ -23,7 +23,24 @@ last ones go out as bursts of B (default 3 x what one turn may send) in one tran
 so the producer's inbox holds more than a turn may answer; the drivers raise once on a
 few ops after one send (soak_driver.py: `Faults`), and eng1 answers each task twice (a
 reply and a note), so its full batches ask for more sends than a turn may make. (Table
-recreation under load would be one more fault here: `Faults` is where it would go.)
+recreation under load is `--recreate`, below.)
+
+With `--ring P` (scripted drivers; issue 30's "burst through an 8-panel ring") the team is P
+panels in a ring instead (soak_ring.py): ring0 takes the operator's ops and each op goes
+once round, a new text at each hop, P + 1 bus rows an op; the bursts land at ring0 and move
+round the ring in turn. Its faults: the panel half way round is chatty, ring0 and the last
+panel raise. The figures add the messages through the ring and the follow-up turns run.
+
+With `--recreate K` (scripted drivers) the team's bus is a foreign `returns` table, run in
+compatibility mode, and K times while a host runs (lives spread over the run; with fewer
+kills than K, in the last life once it has committed a few turns) the table is dropped and
+created again in the same file, under its write lock (soak_recreate.py). What the
+invariants mean then: each table is one generation with its own bus identity, its ids its
+own. Rows of a dropped table that no turn consumed before it went are gone by the
+operator's act: counted, not lost. Everything else holds over all the tables together:
+nothing consumed twice, every consumed message's owed message sent (on some table), no text
+sent twice, no outbox entry left unpublished; and every row of the last table consumed,
+none claimed or pending.
 
 With `--cli` the panels run the bundled Claude Code CLI against the rehearsal model
 (soak_team.py writes the script); defaults then R=30, N=60.
@@ -63,10 +80,28 @@ from anyio.abc import Process
 sys.path.insert(0, str(Path(__file__).parent))
 
 from soak_checks import check_all, committed_turns
-from soak_driver import BATCH, ENGINEERS, OPERATOR_ROUTE, PRODUCER, Faults, engineer_for, run_child
-from soak_probe import Probe, Signals, leftover_processes, limits_hit
+from soak_driver import (
+    BATCH,
+    ENGINEERS,
+    FOLLOWED_UP,
+    PRODUCER,
+    Faults,
+    engineer_for,
+    run_child,
+)
+from soak_probe import Probe, Signals, count_marks, leftover_processes, limits_hit
+from soak_protocol import PRODUCER_TEAM, Protocol, protocol_for, ring
+from soak_recreate import (
+    Generation,
+    final_identity,
+    merge,
+    plan_recreations,
+    recreate_when_followed,
+    sidecar_of,
+)
 from soak_report import failed, report
-from soak_state import connect_ro, pending_now, read_state, unpublished_now
+from soak_ring import plan_ring_faults
+from soak_state import TeamState, connect_ro, pending_now, read_state, unpublished_now
 from soak_team import Workspace, make_workspace
 
 from panels.host.delivery import OPERATOR
@@ -110,6 +145,12 @@ class Settings:
     timing: Timing
     burst: int = 0  # ops submitted at once in the first life and at the end; 0: none
     faults: Faults | None = None
+    ring: int = 0  # panels in the ring; 0: the producer and two engineers
+    recreate: int = 0  # times the bus table is dropped and made again
+
+    @property
+    def protocol(self) -> Protocol:
+        return ring(self.ring) if self.ring else PRODUCER_TEAM
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -124,6 +165,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         deadline, drain = 60.0 + 6.0 * kills + 0.2 * messages, 30.0 + 0.1 * messages
     injected = not cli and not args.no_faults
     burst = args.burst if args.burst is not None else 3 * BATCH
+    faults = plan_ring_faults(args.ring, messages) if args.ring else plan_faults(messages)
     return Settings(
         kills=kills,
         messages=messages,
@@ -134,7 +176,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
         drain_timeout=drain,
         timing=CLI if cli else SCRIPTED,
         burst=min(burst, messages // 3) if injected else 0,
-        faults=plan_faults(messages) if injected else None,
+        faults=faults if injected else None,
+        ring=args.ring,
+        recreate=args.recreate,
     )
 
 
@@ -185,6 +229,9 @@ class Run:
     exited_early: list[str] = field(default_factory=list)
     submitted: int = 0
     deadline_hit: bool = False
+    recreations: Counter[int] = field(default_factory=Counter)  # life index -> how many
+    dropped: list[Generation] = field(default_factory=list)
+    recreations_missed: int = 0  # the bus had not followed the last one in time
     final: dict[str, Any] = field(default_factory=dict)
     last_progress: float = 0.0
     life_output: int = 0  # where the current life's output starts in host.out
@@ -209,13 +256,15 @@ class Run:
         await anyio.sleep(delay)
         if burst:  # one transaction: the whole chunk waits at once, more than a turn takes
             texts = [op_text(self.submitted + i, cli=self.settings.cli) for i in range(count)]
-            outgoing = [Outgoing(OPERATOR_ROUTE, {"type": "message", "text": t}) for t in texts]
+            route = self.settings.protocol.operator_route
+            outgoing = [Outgoing(route, {"type": "message", "text": t}) for t in texts]
             await bus.submit_many(OPERATOR, outgoing)
             self.submitted += count
             return
         for _ in range(count):
             text = op_text(self.submitted, cli=self.settings.cli)
-            await bus.submit(OPERATOR, OPERATOR_ROUTE, {"type": "message", "text": text})
+            route = self.settings.protocol.operator_route
+            await bus.submit(OPERATOR, route, {"type": "message", "text": text})
             self.submitted += 1
 
     @asynccontextmanager
@@ -282,6 +331,10 @@ class Run:
             # The chunk goes out while the host starts or runs, as an operator's input would.
             delay = self.rng.uniform(0, SUBMIT_WITHIN)
             tg.start_soon(partial(self.submit, bus, ops, delay, burst=burst))
+            if self.recreations[self.lives - 1]:
+                await anyio.sleep(self.rng.uniform(0.2, 0.8))
+                await self.recreate_table(proc)
+                before = self.probe.read()
             hit = True
             if kind == "random":
                 await anyio.sleep(self.rng.uniform(0, s.random_max))
@@ -304,6 +357,20 @@ class Run:
             if not hit:
                 self.aimed_timeouts[kind] += 1
 
+    async def recreate_table(self, proc: Process) -> None:
+        """This life's recreations of the bus table, while the host runs, each once the
+        host has committed a few turns since it started (or the last one)."""
+        for _ in range(self.recreations[self.lives - 1]):
+            due = self.probe.read().commits + 5
+            with anyio.move_on_after(10):
+                await self.until(proc, partial(_committed, due))
+            made = await recreate_when_followed(Path(self.ws.team.bus), within=10.0)
+            if made is None:
+                self.recreations_missed += 1
+            else:
+                self.dropped.append(made)
+                self.progress(f"table made again ({len(made.rows)} rows gone with the old one)")
+
     def _pid_written(self, proc: Process) -> bool:
         record = read_pid_record(self.ws.team.pid_path)
         return record is not None and record.pid == proc.pid
@@ -316,6 +383,7 @@ class Run:
             before = self.probe.read()
             with anyio.move_on_after(60):
                 await self.until(proc, lambda s: life in s.ready or s.ready != before.ready)
+            await self.recreate_table(proc)
             self.final["drained"] = await self.drained(proc)
             self.final["drain_seconds"] = round(time.monotonic() - t0, 2)
             proc.send_signal(signal.SIGTERM)
@@ -330,15 +398,17 @@ class Run:
     async def drained(self, proc: Process) -> bool:
         """Nothing pending on the bus or in an outbox, and nothing moved for a while."""
         s = self.settings
-        expected = 3 * s.messages if not s.cli else s.messages
+        expected = s.protocol.rows_per_op * s.messages if not s.cli else s.messages
+        expected -= sum(len(g.rows) for g in self.dropped)
+        sidecar = self.sidecar()
         end = time.monotonic() + min(s.drain_timeout, max(30.0, self.remaining()))
         last: tuple[int, ...] = ()
         changed = time.monotonic()
         while time.monotonic() < end and proc.returncode is None:
             try:
-                conn = connect_ro(Path(self.ws.team.bus))
+                conn = connect_ro(Path(self.ws.team.bus), sidecar)
                 try:
-                    pending = pending_now(conn)
+                    pending = pending_now(conn, s.protocol.recipients)
                     rows = int(conn.execute("SELECT count(*) FROM returns").fetchone()[0])
                 finally:
                     conn.close()
@@ -358,11 +428,25 @@ class Run:
     def remaining(self) -> float:
         return self.settings.deadline - self.elapsed
 
+    def sidecar(self) -> Path | None:
+        """The foreign bus's sidecar (`--recreate`), or None: the bus file holds its state."""
+        return sidecar_of(Path(self.ws.team.bus)) if self.settings.recreate else None
+
 
 async def soak(settings: Settings, root: Path) -> dict[str, Any]:
-    ws = make_workspace(root, cli=settings.cli, messages=settings.messages, faults=settings.faults)
+    ws = make_workspace(
+        root,
+        cli=settings.cli,
+        messages=settings.messages,
+        faults=settings.faults,
+        protocol=settings.protocol,
+        foreign_bus=settings.recreate > 0,
+    )
+    bus_path = Path(ws.team.bus)
+    sidecar = sidecar_of(bus_path) if settings.recreate else None
+    # The probe counts done receipts where the bus keeps them: a foreign table's sidecar.
     probe = Probe(
-        marks=ws.marks, hostdb=ws.team.hostdb_path, bus=Path(ws.team.bus), turns=ws.turns()
+        marks=ws.marks, hostdb=ws.team.hostdb_path, bus=sidecar or bus_path, turns=ws.turns()
     )
     plan = kill_plan(random.Random(settings.seed), settings.kills)
     # One chunk of ops before each killed life: every life has work to be killed in. With a
@@ -372,6 +456,7 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
     parts = parts or chunks(settings.messages, settings.kills)
     with ws.log.open("ab") as log:
         run = Run(settings, ws, probe, log, child_env(ws), random.Random(settings.seed + 1))
+        run.recreations = plan_recreations(settings.recreate, len(plan) + 1)
         async with open_bus(Path(ws.team.bus)) as bus:
             for index, (kind, ops) in enumerate(zip(plan, parts, strict=False)):
                 if run.remaining() <= 0:
@@ -387,10 +472,12 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
             run.deadline_hit = True
     probe.close()
     leftovers = await settle_leftovers(ws)
-    state = read_state(Path(ws.team.bus), ws.team.hostdb_path, ws.turns())
+    state = read_state(bus_path, ws.team.hostdb_path, ws.turns(), sidecar)
+    if settings.recreate:
+        state = merge(state, run.dropped, final_identity(bus_path))
     # Derived messages (a forward per op, a reply per forward) are owed by the scripted
     # drivers only: the CLI's static rules forward one op per turn.
-    invariants = check_all(state, derived=not settings.cli)
+    invariants = check_all(state, derived=not settings.cli, protocol=settings.protocol)
     return {
         "mode": "cli" if settings.cli else "scripted",
         "seed": settings.seed,
@@ -412,6 +499,15 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         "burst": settings.burst,
         "faults": json.loads(settings.faults.to_json()) if settings.faults else None,
         "limits_hit": limits_hit(ws.marks, state.events, state.rows),
+        "follow_up_turns": count_marks(ws.marks, FOLLOWED_UP),
+        "ring": ring_figures(settings, state) if settings.ring else None,
+        "recreations": {
+            "requested": settings.recreate,
+            "done": len(run.dropped),
+            "missed": run.recreations_missed,
+            "rows_gone_with_tables": len(state.gone),
+            "bus": "foreign table, compatibility mode" if settings.recreate else "owned",
+        },
         "invariants": {
             **{i.name: i.as_dict() for i in invariants},
             "leftover processes": {
@@ -425,6 +521,18 @@ async def soak(settings: Settings, root: Path) -> dict[str, Any]:
         },
         "workspace": str(root) if settings.keep else None,
     }
+
+
+def _committed(due: int, signals: Signals) -> bool:
+    return signals.commits >= due
+
+
+def ring_figures(settings: Settings, state: TeamState) -> dict[str, int]:
+    """Messages through the ring: every hop on the bus, and the ops that went all round."""
+    size = settings.ring
+    hops = [r for r in state.rows if r.sender.startswith("ring") and r.text.startswith("hop ")]
+    laps = {r.text for r in hops if r.text.startswith(f"hop {size} ")}
+    return {"panels": size, "hop_messages": len(hops), "ops_round": len(laps)}
 
 
 async def settle_leftovers(ws: Workspace) -> list[str]:
@@ -465,12 +573,22 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, help="seconds for the whole run")
     parser.add_argument("--burst", type=int, help="ops submitted at once (default 3 turns' worth)")
     parser.add_argument("--no-faults", action="store_true", help="no bursts, raises or chatter")
+    parser.add_argument("--ring", type=int, default=0, help="P panels in a ring (scripted)")
+    parser.add_argument(
+        "--recreate", type=int, default=0, help="drop and remake the bus table K times (scripted)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--life", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run_child(args.child, args.life)
+        run_child(
+            args.child, args.life, lambda team: protocol_for(tuple(p.name for p in team.panels))
+        )
         return
+    if (args.ring or args.recreate) and args.cli:
+        parser.error("--ring and --recreate run the scripted drivers only (not --cli)")
+    if args.ring == 1 or args.ring < 0 or args.recreate < 0:
+        parser.error("--ring needs 2 panels or more, and --recreate 0 or more")
     if (args.kills is not None and args.kills < 0) or (
         args.messages is not None and args.messages < 1
     ):

@@ -3,7 +3,10 @@
 Each check returns an `Invariant`: its count (0 when it holds), the parts that make up the
 count, notes (a fallback used, a part that is n/a) and a few examples. Consumed ids are the
 union of the `delivered` table and the `consumed_ids` of complete user rows (the soak sets
-window limits that never trim, so the window keeps them all).
+window limits that never trim, so the window keeps them all). Which panels there are and
+what a consumed message owes is the protocol's (soak_protocol.py: the team, or the ring).
+Rows of a table the soak dropped (`TeamState.gone`, soak_recreate.py) that no turn
+consumed are gone by that act: noted, not lost, and never waited for.
 """
 
 from __future__ import annotations
@@ -13,14 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from soak_driver import (
-    OPERATOR_ROUTE,
-    PRODUCER,
-    engineer_for,
-    forward_text,
-    reply_text,
-)
-from soak_state import PANELS, RUNNING_RECIPIENTS, PanelStore, TeamState
+from soak_protocol import PRODUCER_TEAM, Protocol
+from soak_state import PanelStore, TeamState
 
 from panels.host.delivery import OPERATOR
 
@@ -61,14 +58,7 @@ def consumers(store: PanelStore) -> dict[int, set[int]]:
     return found
 
 
-def op_number(text: str, prefix: str = "") -> int | None:
-    """n of a text that starts with `prefix` + "op-<n>" (an op, a forward), else None."""
-    words = text.removeprefix(prefix).split() if text.startswith(prefix) else []
-    head = words[0] if words else ""
-    return int(head[3:]) if head.startswith("op-") and head[3:].isdigit() else None
-
-
-def check_lost(state: TeamState, *, derived: bool) -> Invariant:
+def check_lost(state: TeamState, *, derived: bool, protocol: Protocol = PRODUCER_TEAM) -> Invariant:
     inv = Invariant(
         "lost",
         "messages no committed turn of their recipient consumed, dead letters, failed "
@@ -76,41 +66,50 @@ def check_lost(state: TeamState, *, derived: bool) -> Invariant:
     )
     by_panel = {p: consumers(s) for p, s in state.stores.items()}
     lost: set[int] = set()
+    gone = 0
     for row in state.rows:
-        owner = PRODUCER if row.recipient == OPERATOR_ROUTE else row.recipient
-        kind = {OPERATOR: "op", PRODUCER: "forward"}.get(row.sender, "reply")
-        if owner not in by_panel or row.sender not in (OPERATOR, *PANELS):
+        owner = protocol.owner(row.recipient)
+        if owner not in by_panel or row.sender not in (OPERATOR, *protocol.panels):
             continue
-        if row.id not in by_panel[owner]:
+        if row.id in by_panel[owner]:
+            continue
+        if row.id in state.gone:
+            gone += 1
+        else:
             lost.add(row.id)
-            inv.add(f"{kind} not consumed", [row.id])
+            inv.add(f"{protocol.kind(row.sender)} not consumed", [row.id])
+    if state.gone:
+        inv.notes.append(
+            f"{gone} of the {len(state.gone)} rows of dropped tables were not consumed before "
+            "their table went: gone by the operator's act, not lost"
+        )
     dead = sorted(m for (m, _), s in state.receipts.items() if s == "failed")
     inv.add("dead letters", dead)
     failed = [e.key for s in state.stores.values() for e in s.outbox or () if e.failed]
     inv.add("outbox entries failed", failed)
     missing: list[str] = []
     if derived:
-        missing = missing_derived(state, by_panel)
+        missing = missing_derived(state, by_panel, protocol)
         inv.add("derived never sent", missing)
     inv.count = len(lost | set(dead)) + len(failed) + len(missing)
     return inv
 
 
-def missing_derived(state: TeamState, by_panel: Mapping[str, Mapping[int, set[int]]]) -> list[str]:
-    """Every consumed op has its forward on the bus, every consumed forward its reply."""
+def missing_derived(
+    state: TeamState,
+    by_panel: Mapping[str, Mapping[int, set[int]]],
+    protocol: Protocol = PRODUCER_TEAM,
+) -> list[str]:
+    """Every consumed message has the one it owes on the bus (on any table, across a
+    recreation): the team's op its forward and a forward its reply, a ring's hop the next."""
     texts = {(r.sender, r.recipient, r.text) for r in state.rows}
     missing = []
     for row in state.rows:
-        owner = PRODUCER if row.recipient == OPERATOR_ROUTE else row.recipient
-        if owner is None or row.id not in by_panel.get(owner, {}):
+        owner = protocol.owner(row.recipient)
+        if owner is None or row.recipient is None or row.id not in by_panel.get(owner, {}):
             continue  # not consumed: already counted as lost
-        if row.recipient == OPERATOR_ROUTE and (n := op_number(row.text)) is not None:
-            owed = (PRODUCER, engineer_for(n), forward_text(n))
-        elif row.sender == PRODUCER and (n := op_number(row.text, "task ")) is not None:
-            owed = (owner, PRODUCER, reply_text(n))
-        else:
-            continue
-        if owed not in texts:
+        owed = protocol.owes(row.sender, row.recipient, row.text)
+        if owed is not None and owed not in texts:
             missing.append(owed[2])
     return missing
 
@@ -128,14 +127,14 @@ def check_applied_twice(state: TeamState) -> Invariant:
     return inv
 
 
-def check_published_twice(state: TeamState) -> Invariant:
+def check_published_twice(state: TeamState, protocol: Protocol = PRODUCER_TEAM) -> Invariant:
     inv = Invariant(
         "published twice",
         "bus rows of a panel beyond one per text (texts are unique) or beyond its published "
         "outbox entries; outbox entries with more than one bus row, or published with none",
     )
     ids = {r.id for r in state.rows}
-    for panel in PANELS:
+    for panel in protocol.panels:
         sent = [r for r in state.rows if r.sender == panel]
         counts = Counter((r.recipient, r.text) for r in sent)
         extra = sum(n - 1 for n in counts.values())
@@ -171,7 +170,7 @@ def check_published_twice(state: TeamState) -> Invariant:
     return inv
 
 
-def check_pending(state: TeamState) -> Invariant:
+def check_pending(state: TeamState, protocol: Protocol = PRODUCER_TEAM) -> Invariant:
     inv = Invariant(
         "claimed or pending",
         "receipts leased or waiting, rows to a running recipient never claimed, outbox "
@@ -181,7 +180,9 @@ def check_pending(state: TeamState) -> Invariant:
     never = [
         r.id
         for r in state.rows
-        if r.recipient in RUNNING_RECIPIENTS and (r.id, r.recipient) not in state.receipts
+        if r.recipient in protocol.recipients
+        and (r.id, r.recipient) not in state.receipts
+        and r.id not in state.gone  # its table's receipts went with it
     ]
     unpublished = [
         e.key
@@ -259,12 +260,14 @@ def check_event_log(state: TeamState) -> Invariant:
     return inv
 
 
-def check_all(state: TeamState, *, derived: bool) -> list[Invariant]:
+def check_all(
+    state: TeamState, *, derived: bool, protocol: Protocol = PRODUCER_TEAM
+) -> list[Invariant]:
     return [
-        check_lost(state, derived=derived),
+        check_lost(state, derived=derived, protocol=protocol),
         check_applied_twice(state),
-        check_published_twice(state),
-        check_pending(state),
+        check_published_twice(state, protocol),
+        check_pending(state, protocol),
         check_interrupted(state),
         check_integrity(state),
         check_event_log(state),

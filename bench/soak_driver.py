@@ -24,9 +24,13 @@ Faults (issue 30), from `faults.json` beside the team file (`Faults`):
 - `raise`: a panel's turn whose input holds one of its listed op numbers sends once, then
   raises RuntimeError, once per op over all lives (a marker file made with O_EXCL): the
   batch must come again, counted, and the partial send must never go out;
-- `chatty`: an engineer answers a listed task with a second message, `note op-<n>`, so a
-  full batch asks for more sends than a turn may make: the ones refused must go out in the
-  follow-up turn the host owes (its note lists them; this driver sends what it lists).
+- `chatty`: an engineer (or `chatty_panel` alone) answers a listed task with a second
+  message, `note op-<n>`, so a full batch asks for more sends than a turn may make: the ones
+  refused must go out in the follow-up turn the host owes (its note lists them; this driver
+  sends what it lists, and marks the turn `follow_up`).
+
+What a turn sends is its team's protocol's to say (soak_protocol.py): the producer and
+engineers above, or the ring of `--ring N` (soak_ring.py).
 
 The host takes at most `per_turn` messages a turn (its own claim bound, no team setting
 needed); the harnesses raise the send window in the team file (`SENDS_TABLE`), which they
@@ -44,13 +48,14 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from panels.host.delivery import operator_route
 from panels.host.process import run_headless
 from panels.host.sendlimit import SendLimits
-from panels.team import PanelSpec, load_team
+from panels.team import PanelSpec, TeamSpec, load_team
 from runtime.driver import (
     AgentDriver,
     Done,
@@ -67,6 +72,9 @@ from runtime.driver import (
     model_tool_name,
 )
 from runtime.scripted import find_tool
+
+if TYPE_CHECKING:
+    from soak_protocol import Protocol
 
 PRODUCER = "producer"
 ENGINEERS = ("eng1", "eng2")
@@ -85,6 +93,7 @@ BATCH = SendLimits().per_turn
 SENDS_TABLE = ["[team.sends]", "per_window = 1000000"]
 FAULTS = "faults.json"
 RAISED = "raised"  # the directory of "<panel>-<n>" markers: each op raises once, ever
+FOLLOWED_UP = "follow_up"  # the marks line of a follow-up turn the host ran
 CHATTY = re.compile(r"^- to ([A-Za-z0-9._-]+): (.+)$", re.MULTILINE)
 FOLLOW_UP = "Note from the host: your last turn tried to send more than"
 
@@ -96,6 +105,7 @@ class Faults:
 
     raises: dict[str, frozenset[int]]
     chatty: frozenset[int]
+    chatty_panel: str = ""  # the one panel that is chatty; "": any that gets a listed op
 
     @classmethod
     def read(cls, path: Path) -> Faults:
@@ -104,11 +114,16 @@ class Faults:
         except FileNotFoundError:
             return cls({}, frozenset())
         raises = {p: frozenset(int(n) for n in ns) for p, ns in data.get("raise", {}).items()}
-        return cls(raises, frozenset(int(n) for n in data.get("chatty", ())))
+        chatty = frozenset(int(n) for n in data.get("chatty", ()))
+        return cls(raises, chatty, str(data.get("chatty_panel", "")))
+
+    def chatty_for(self, panel: str) -> frozenset[int]:
+        return self.chatty if self.chatty_panel in ("", panel) else frozenset()
 
     def to_json(self) -> str:
         raises = {p: sorted(ns) for p, ns in self.raises.items()}
-        return json.dumps({"raise": raises, "chatty": sorted(self.chatty)}, sort_keys=True)
+        data = {"raise": raises, "chatty": sorted(self.chatty), "chatty_panel": self.chatty_panel}
+        return json.dumps(data, sort_keys=True)
 
 
 def note_text(n: int) -> str:
@@ -131,13 +146,17 @@ def _unique(found: list[str]) -> list[int]:
     return list(dict.fromkeys(int(n) for n in found))
 
 
+def follow_up_sends(text: str) -> list[tuple[str, str]]:
+    """A follow-up turn's note (what the host could not send), sent as it lists it."""
+    return [(to, body.strip()) for to, body in CHATTY.findall(text)]
+
+
 def plan_sends(
     panel: str, text: str, chatty: frozenset[int] = frozenset()
 ) -> list[tuple[str, str]]:
-    """(recipient, text) of every send a turn of `panel` makes for its input. Pure. A
-    follow-up turn's note (what the host could not send) is sent as it lists it."""
+    """(recipient, text) of every send a turn of `panel` makes for its input. Pure."""
     if text.startswith(FOLLOW_UP):
-        return [(to, body.strip()) for to, body in CHATTY.findall(text)]
+        return follow_up_sends(text)
     if panel == PRODUCER:
         return [(engineer_for(n), forward_text(n)) for n in _unique(OP_LINE.findall(text))]
     sends = []
@@ -173,17 +192,25 @@ class SoakDriver:
     """An `AgentDriver` for one panel of the soak team."""
 
     def __init__(
-        self, panel: str, marks: Path, rng: random.Random, faults: Faults | None = None
+        self,
+        panel: str,
+        marks: Path,
+        rng: random.Random,
+        faults: Faults | None = None,
+        protocol: Protocol | None = None,
     ) -> None:
         self.panel = panel
         self.marks = marks
         self.rng = rng
         self.faults = faults or Faults({}, frozenset())
+        # None: the producer and engineers of this module (the multi-host bench's too).
+        self.sends = protocol.sends if protocol is not None else plan_sends
+        self.ops_in = protocol.ops_in if protocol is not None else ops_in
 
     def _raises(self, text: str) -> int | None:
         """The op this turn raises on, if it is listed and has not raised yet (in any life)."""
         listed = self.faults.raises.get(self.panel, frozenset())
-        for n in ops_in(self.panel, text):
+        for n in self.ops_in(self.panel, text):
             if n not in listed or text.startswith(FOLLOW_UP):
                 continue
             marker = self.marks.parent / RAISED / f"{self.panel}-{n}"
@@ -198,7 +225,9 @@ class SoakDriver:
     async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
         mark(self.marks, "start", self.panel)
         text = turn_input(request)
-        sends = plan_sends(self.panel, text, self.faults.chatty)
+        if text.startswith(FOLLOW_UP):
+            mark(self.marks, FOLLOWED_UP, self.panel)
+        sends = self.sends(self.panel, text, self.faults.chatty_for(self.panel))
         raises = self._raises(text)
         await anyio.sleep(self.rng.uniform(0.002, 0.02))
         for to, body in sends:
@@ -235,21 +264,22 @@ class SoakDriver:
         return ToolResult(call.id, output.text, output.is_error)
 
 
-def soak_drivers(marks: Path, life: str) -> Callable[[PanelSpec], AgentDriver]:
+def soak_drivers(marks: Path, life: str, protocol: Protocol) -> Callable[[PanelSpec], AgentDriver]:
     faults = Faults.read(marks.parent / FAULTS)
 
     def make(spec: PanelSpec) -> AgentDriver:
-        return SoakDriver(spec.name, marks, random.Random(f"{life}:{spec.name}"), faults)
+        rng = random.Random(f"{life}:{spec.name}")
+        return SoakDriver(spec.name, marks, rng, faults, protocol)
 
     return make
 
 
-def run_child(team_file: str, life: str) -> None:
+def run_child(team_file: str, life: str, protocol_for: Callable[[TeamSpec], Protocol]) -> None:
     """One life of the host; it runs until SIGTERM (clean stop) or SIGKILL."""
     team = load_team(team_file)
     drivers = None
     if team.rehearsal is None:
-        drivers = soak_drivers(Path(team_file).parent / MARKS, life)
+        drivers = soak_drivers(Path(team_file).parent / MARKS, life, protocol_for(team))
 
     def out(line: str) -> None:
         print(line, flush=True)

@@ -142,6 +142,15 @@ def _life_of(data: str) -> str:
 _CALL = re.compile(r"'to': '([^']*)', 'text': '([^']*)'")
 
 
+def count_marks(marks: Path, what: str) -> int:
+    """How many lines of the marks file say `what` (the driver's `follow_up`, say)."""
+    try:
+        lines = marks.read_bytes().splitlines()
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in lines if line.startswith(f"{what} ".encode()))
+
+
 def limits_hit(
     marks: Path, events: Sequence[Event], rows: Sequence[BusRow]
 ) -> dict[str, dict[str, Any]]:
@@ -172,7 +181,7 @@ def limits_hit(
             later,
             False,
             (
-                "a turn sent more than per_turn (chatty engineers); the host owed and ran a "
+                "a turn sent more than per_turn (a chatty panel); the host owed and ran a "
                 "follow-up turn listing them, which sent them"
             ),
         ),

@@ -41,9 +41,24 @@ def report(result: dict[str, Any]) -> None:
         print(
             f"faults: bursts of {r['burst']} ops (first life, last); drivers raise once: {raises}; "
             f"chatty tasks (two sends each): {len(faults['chatty'])}"
+            + (f" at {faults['chatty_panel']}" if faults.get("chatty_panel") else "")
         )
     else:
         print("faults: none")
+    ring = r.get("ring")
+    if ring:
+        print(
+            f"ring of {ring['panels']}: {ring['hop_messages']} hop messages through the ring, "
+            f"{ring['ops_round']} of {r['messages']} ops all the way round"
+        )
+    print(f"follow-up turns run (sends a turn could not make, owed): {r['follow_up_turns']}")
+    made = r.get("recreations") or {}
+    if made.get("requested"):
+        print(
+            f"table made again under load: {made['done']} of {made['requested']} "
+            f"({made['missed']} missed: the bus had not followed the last one); "
+            f"{made['rows_gone_with_tables']} rows were in the dropped tables; bus: {made['bus']}"
+        )
     load = ", ".join(f"{x:.2f}" for x in r["load_average"])
     print(f"load average: {load} (cores: {r['cores']})")
     final = r["final_life"]

@@ -3,8 +3,9 @@
 Plain `sqlite3`, read-only (`mode=ro`, `query_only`), so reading can never change what is
 checked. Tables the product may not have (`delivered` and `outbox` in turns.sqlite,
 `peerbus_sent` on the bus) are read when present and come back as None when absent; the
-checks (soak_checks.py) then fall back or say "n/a". `pending_now` and `unpublished_now`
-are what the last life waits on before it is stopped.
+checks (soak_checks.py) then fall back or say "n/a". A foreign bus keeps its delivery
+state in a sidecar (`--recreate`): it is attached, read-only, for receipts and sent keys.
+`pending_now` and `unpublished_now` are what the last life waits on before it is stopped.
 """
 
 from __future__ import annotations
@@ -13,15 +14,10 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from soak_driver import ENGINEERS, OPERATOR_ROUTE, PRODUCER
-
-PANELS = (PRODUCER, *ENGINEERS)
-RUNNING_RECIPIENTS = (OPERATOR_ROUTE, *PANELS)
 
 
 @dataclass(frozen=True)
@@ -38,6 +34,7 @@ class OutboxEntry:
     published: bool
     failed: bool
     message_id: int | None
+    source: str = ""  # the bus identity of the turn's input
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,7 @@ class PanelStore:
     unacked: int  # delivered rows without acked_at (informational)
     outbox: tuple[OutboxEntry, ...] | None  # None: no table
     interrupted: int = 0  # user rows marked interrupted (a killed or failed try's input)
+    sources: Mapping[int, str] = field(default_factory=dict)  # user row -> its bus identity
 
 
 @dataclass(frozen=True)
@@ -69,18 +67,31 @@ class TeamState:
     stores: Mapping[str, PanelStore]
     events: tuple[Event, ...]
     integrity: Mapping[str, str]  # file -> "ok" or what integrity_check said
+    # Ids of rows of tables dropped by the soak (soak_recreate.py): not consumed, not lost.
+    gone: frozenset[int] = frozenset()
 
 
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """A read-only connection (no writes, no journal changes); WAL content is seen."""
+def connect_ro(path: Path, sidecar: Path | None = None) -> sqlite3.Connection:
+    """A read-only connection (no writes, no journal changes); WAL content is seen. With
+    `sidecar` (a foreign bus), that file is attached as `side` and its tables shadow none."""
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
     conn.execute("PRAGMA query_only = 1")
+    if sidecar is not None:
+        conn.execute("ATTACH DATABASE ? AS side", (f"{sidecar.resolve().as_uri()}?mode=ro",))
     return conn
 
 
-def has_table(conn: sqlite3.Connection, table: str) -> bool:
+def state_schema(conn: sqlite3.Connection) -> str:
+    """Where the bus's peerbus_* tables are: the bus file, or its attached sidecar."""
     found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'peerbus_receipts'"
+    ).fetchone()
+    return "main" if found is not None else "side"
+
+
+def has_table(conn: sqlite3.Connection, table: str, schema: str = "main") -> bool:
+    found = conn.execute(
+        f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()
     return found is not None
 
@@ -126,9 +137,12 @@ Receipts = dict[tuple[int, str], str]
 Sent = dict[str, tuple[int, ...]]
 
 
-def read_bus(path: Path) -> tuple[tuple[BusRow, ...], Receipts, Sent | None]:
-    conn = connect_ro(path)
+def read_bus(
+    path: Path, sidecar: Path | None = None
+) -> tuple[tuple[BusRow, ...], Receipts, Sent | None]:
+    conn = connect_ro(path, sidecar)
     try:
+        side = state_schema(conn)
         rows = tuple(
             BusRow(int(i), str(s), None if r is None else str(r), payload_text(p))
             for i, s, r, p in conn.execute(
@@ -137,12 +151,14 @@ def read_bus(path: Path) -> tuple[tuple[BusRow, ...], Receipts, Sent | None]:
         )
         receipts = {
             (int(m), str(r)): str(s)
-            for m, r, s in conn.execute("SELECT message_id, recipient, state FROM peerbus_receipts")
+            for m, r, s in conn.execute(
+                f"SELECT message_id, recipient, state FROM {side}.peerbus_receipts"
+            )
         }
         sent: Sent | None = None
-        if has_table(conn, "peerbus_sent"):
+        if has_table(conn, "peerbus_sent", side):
             grouped: dict[str, list[int]] = defaultdict(list)
-            for key, message in conn.execute("SELECT key, message_id FROM peerbus_sent"):
+            for key, message in conn.execute(f"SELECT key, message_id FROM {side}.peerbus_sent"):
                 if message is not None:
                     grouped[str(key)].append(int(message))
             sent = {k: tuple(v) for k, v in grouped.items()}
@@ -167,14 +183,16 @@ def read_store(panel: str, path: Path) -> PanelStore:
                 in_flight += 1
             elif status == "interrupted":
                 interrupted += 1
-        delivered, unacked = None, 0
+        delivered, unacked, sources = None, 0, {}
         if has_table(conn, "delivered"):
             have = columns(conn, "delivered")
             where = " WHERE committed_at IS NOT NULL" if "committed_at" in have else ""
-            delivered = tuple(
-                (int(m), int(u))
-                for m, u in conn.execute(f"SELECT message_id, user_row_id FROM delivered{where}")
-            )
+            source = "source" if "source" in have else "''"
+            found = conn.execute(
+                f"SELECT message_id, user_row_id, {source} FROM delivered{where}"
+            ).fetchall()
+            delivered = tuple((int(m), int(u)) for m, u, _ in found)
+            sources = {int(u): str(s) for _, u, s in found}
             if "acked_at" in have:
                 unacked = int(
                     conn.execute(
@@ -183,7 +201,7 @@ def read_store(panel: str, path: Path) -> PanelStore:
                 )
         outbox = read_outbox(conn) if has_table(conn, "outbox") else None
         return PanelStore(
-            panel, complete, row_ts, in_flight, delivered, unacked, outbox, interrupted
+            panel, complete, row_ts, in_flight, delivered, unacked, outbox, interrupted, sources
         )
     finally:
         conn.close()
@@ -196,14 +214,16 @@ def read_outbox(conn: sqlite3.Connection) -> tuple[OutboxEntry, ...]:
         return name if name in have else "NULL"
 
     sql = f"SELECT {col('key')}, {col('published_at')}, {col('failed')}, {col('message_id')}"
+    sql += f", {col('source')}"
     entries = []
-    for key, published, failed, message in conn.execute(sql + " FROM outbox"):
+    for key, published, failed, message, source in conn.execute(sql + " FROM outbox"):
         entries.append(
             OutboxEntry(
                 key=str(key),
                 published=published is not None,
                 failed=failed not in (None, 0, "", "0"),
                 message_id=None if message is None else int(message),
+                source=str(source or ""),
             )
         )
     return tuple(entries)
@@ -234,25 +254,30 @@ def read_events(path: Path) -> tuple[Event, ...]:
         conn.close()
 
 
-def read_state(bus: Path, hostdb: Path, turns: Mapping[str, Path]) -> TeamState:
+def read_state(
+    bus: Path, hostdb: Path, turns: Mapping[str, Path], sidecar: Path | None = None
+) -> TeamState:
     files = {"bus.sqlite": bus, "host.sqlite": hostdb}
+    if sidecar is not None:
+        files[sidecar.name] = sidecar
     files.update({f"{panel}/turns.sqlite": path for panel, path in turns.items()})
     checked = {name: integrity(path) for name, path in files.items()}
-    rows, receipts, sent = read_bus(bus)
+    rows, receipts, sent = read_bus(bus, sidecar)
     stores = {panel: read_store(panel, path) for panel, path in turns.items()}
     return TeamState(rows, receipts, sent, stores, read_events(hostdb), checked)
 
 
-def pending_now(conn: sqlite3.Connection) -> int:
+def pending_now(conn: sqlite3.Connection, recipients: tuple[str, ...]) -> int:
     """Messages to a running recipient that are not finished (the final life waits on it)."""
-    marks = ",".join("?" * len(RUNNING_RECIPIENTS))
+    marks = ",".join("?" * len(recipients))
+    side = state_schema(conn)
     row = conn.execute(
-        f"""SELECT count(*) FROM returns AS r
-              LEFT JOIN peerbus_receipts AS d
+        f"""SELECT count(*) FROM main.returns AS r
+              LEFT JOIN {side}.peerbus_receipts AS d
                 ON d.message_id = r.id AND d.recipient = r.recipient_role
              WHERE r.recipient_role IN ({marks})
                AND (d.state IS NULL OR d.state IN ('leased', 'waiting'))""",
-        RUNNING_RECIPIENTS,
+        recipients,
     ).fetchone()
     return int(row[0])
 

@@ -4,7 +4,10 @@ Everything lives under one fresh temp dir: `home/` (MNEMARA_HOME of the host chi
 `user-home/` (their HOME), `team.toml` (+ `rehearsal.toml` and `roles/`), `work/`, the
 driver's `marks` file and `host.out` (what every life printed). The instances are made by
 the host's own `ensure_instance` from the team file before the first life, then given
-window limits that never trim, so the window rows keep every consumed id.
+window limits that never trim, so the window rows keep every consumed id. The panels are
+the protocol's (soak_protocol.py): a producer and two engineers, or a ring. With
+`--recreate` the team's bus starts as a foreign table (soak_recreate.py), so the host runs
+it in compatibility mode, with a sidecar.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from soak_driver import ENGINEERS, FAULTS, MARKS, PRODUCER, SENDS_TABLE, Faults
+from soak_protocol import PRODUCER_TEAM, Protocol
+from soak_recreate import make_foreign_bus
 
 from panels.host.instances import ensure_instance
 from panels.team import TeamSpec, load_team
@@ -51,7 +56,7 @@ class Workspace:
         }
 
 
-def team_toml(*, cli: bool) -> str:
+def team_toml(*, cli: bool, protocol: Protocol = PRODUCER_TEAM) -> str:
     lines = ["[team]", f'name = "{TEAM}"', 'workdir = "work"', "max_concurrent_turns = 2"]
     if cli:
         lines.append('rehearsal = "rehearsal.toml"')
@@ -63,6 +68,8 @@ def team_toml(*, cli: bool) -> str:
     # time); the scripted drivers take what the host gives them: no more than one turn may
     # answer, operator input included (its own bound, issue 30; the soak bursts past it).
     batch = ["[panels.batch]", "enabled = false"] if cli else []
+    if protocol.name == "ring":
+        return "\n".join(lines + ring_panels(protocol.panels)) + "\n"
     lines += [
         "",
         "[[panels]]",
@@ -85,6 +92,22 @@ def team_toml(*, cli: bool) -> str:
         if not cli:
             lines += batch
     return "\n".join(lines) + "\n"
+
+
+def ring_panels(names: tuple[str, ...]) -> list[str]:
+    """Each panel of the ring listens to the one before it (ring0 to the last)."""
+    lines: list[str] = []
+    for i, name in enumerate(names):
+        lines += [
+            "",
+            "[[panels]]",
+            f'name = "{name}"',
+            'role = "roles/engineer.md"' if i else 'role = "roles/producer.md"',
+            *([] if i else ['kind = "producer"']),
+            f'listens_to = ["{names[i - 1]}"]',
+            "runtime_sentinel = false",
+        ]
+    return lines
 
 
 def rehearsal_toml(messages: int) -> str:
@@ -149,10 +172,18 @@ def lay_out(
 
 
 def make_workspace(
-    root: Path, *, cli: bool, messages: int, faults: Faults | None = None
+    root: Path,
+    *,
+    cli: bool,
+    messages: int,
+    faults: Faults | None = None,
+    protocol: Protocol = PRODUCER_TEAM,
+    foreign_bus: bool = False,
 ) -> Workspace:
     extra = {"rehearsal.toml": rehearsal_toml(messages)} if cli else {}
     if faults is not None and not cli:
         extra[FAULTS] = faults.to_json()
-    home, user_home, team_file, team = lay_out(root, team_toml(cli=cli), extra)
+    home, user_home, team_file, team = lay_out(root, team_toml(cli=cli, protocol=protocol), extra)
+    if foreign_bus:
+        make_foreign_bus(Path(team.bus))
     return Workspace(root, home, user_home, team_file, root / MARKS, root / "host.out", team)
