@@ -118,34 +118,19 @@ def _corrupt_permissions(paths: InstancePaths) -> None:
     paths.permissions.write_text("{not json")
 
 
-def test_run_exits_non_zero_with_the_reason_once_when_the_host_gives_up(
-    mnemara_home: Path,
-) -> None:
+def test_a_corrupt_turns_store_stops_run_before_the_host_starts(mnemara_home: Path) -> None:
+    """`run` reads the store before it leases the instance (an original's is refused there,
+    naming `migrate`): a corrupt one is said once, with its code, and no host starts."""
     paths = InstancePaths.for_name("broken", mnemara_home)
     paths.root.mkdir()
     save_config(paths.config, InstanceConfig())
     TurnStore.open(paths.turns).close()
     _corrupt_turns(paths)
-    says = "not a usable SQLite database"
-    with subprocess.Popen(
-        [sys.executable, "-m", "panels.cli.main", "run", "-i", "broken", "--no-tui"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, env={**os.environ, "MNEMARA_HOME": str(mnemara_home)},
-    ) as run:  # fmt: skip
-        assert run.stdout is not None and run.stdin is not None
-        seen = []
-        for line in run.stdout:  # stdin stays open until the host has given up
-            seen.append(line)
-            if "given up" in line:
-                break
-        run.stdin.close()
-        seen.append(run.stdout.read())
-        code = run.wait(timeout=60)
-    output = "".join(seen)
-    assert not any(word in output for word in FORBIDDEN), output
-    assert code == 1, output
-    assert output.count(says) == 1, output
-    assert "[error] the panel was given up: a restart cannot fix this" in output
+    done = mnemara("run", "-i", "broken", "--no-tui", home=mnemara_home)
+    clean(done)
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.count("not a usable SQLite database") == 1, done.stderr
+    assert "given up" not in done.stdout + done.stderr
 
 
 def _corrupt_config(paths: InstancePaths) -> None:
