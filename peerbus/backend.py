@@ -67,6 +67,12 @@ class BusBackend(Protocol):
         """A one-time explanation for the operator (compatibility mode), else None."""
         ...
 
+    async def earlier_identities(self) -> tuple[str, ...]:
+        """The identities this bus had before at the same place (a foreign table dropped and
+        made again), oldest first: sends of turns fed from one of them are still to be
+        published on it. Empty for a bus that was never made again."""
+        ...
+
     async def submit(
         self,
         sender: str,

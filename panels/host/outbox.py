@@ -150,9 +150,17 @@ async def _pending(runner: PanelRunner, session: Session) -> list[OutboxEntry]:
     foreign) sends on the team's bus too: operator input is the only thing that bus carries."""
     host, store = runner.host, session.store
     pending = await store.outbox_pending(host.bus.identity)
-    if host.operator_bus is not host.bus:
-        pending += await store.outbox_pending(host.operator_bus.identity)
-        # An entry of the unknown source comes in both answers: once, by its place in the queue.
+    # A table made again at the bus's place has a new identity: the sends of turns fed from
+    # the table before it are still the team's, published on the new one.
+    earlier = await host.bus.earlier_identities()
+    sources = [
+        *earlier,
+        *([host.operator_bus.identity] if host.operator_bus is not host.bus else []),
+    ]
+    for source in sources:
+        pending += await store.outbox_pending(source)
+    if sources:
+        # An entry of the unknown source comes in every answer: once, by its place in the queue.
         pending = sorted({e.id: e for e in pending}.values(), key=lambda e: e.id)
     return pending
 

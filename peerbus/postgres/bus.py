@@ -82,6 +82,9 @@ class PgBus:
     def identity(self) -> str:
         return self._bus_id
 
+    async def earlier_identities(self) -> tuple[str, ...]:
+        return ()  # the bus's tables are its own: never made again under it
+
     def _now(self) -> float:
         return self._pool.options.clock()
 

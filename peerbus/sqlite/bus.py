@@ -44,6 +44,7 @@ from peerbus.sqlite.busfile import (
     sidecar_path,
 )
 from peerbus.sqlite.receipts import shared_consumer_warning, start_route
+from peerbus.sqlite.sidecar_identity import earlier_identities
 from peerbus.sqlite.waiter import ChangeWaiter
 from peerbus.sqlite.watch import Signature, data_versions, watched_paths
 
@@ -273,6 +274,11 @@ class Bus:
 
     async def stats(self) -> BusStats:
         return await self._run(queries.stats, self.file)
+
+    async def earlier_identities(self) -> tuple[str, ...]:
+        if self.file.state != "side":
+            return ()  # an owned file is never made again under an open bus
+        return await self._run(lambda file: file.read(earlier_identities), self.file)
 
     async def prune(self, *, older_than: float) -> int:
         return await self._run(maintenance.prune, self.file, older_than=older_than)

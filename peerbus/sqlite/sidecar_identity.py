@@ -145,6 +145,24 @@ def restart_or_record(conn: sqlite3.Connection, planted: str) -> str | None:
     return reason
 
 
+EARLIER_KEPT = 32  # earlier identities of a table made again that are remembered
+
+
+def earlier_identities(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The identities the table at this place had before it was made again, oldest first:
+    a turn store's sends of turns fed from one of them are still this bus's to publish."""
+    row = conn.execute(
+        "SELECT value FROM side.peerbus_meta WHERE key = 'earlier_bus_ids'"
+    ).fetchone()
+    if row is None:
+        return ()
+    try:
+        found = json.loads(row[0])
+    except ValueError:
+        return ()
+    return tuple(str(i) for i in found) if isinstance(found, list) else ()
+
+
 def _set_aside(conn: sqlite3.Connection, reason: str) -> None:
     """Forget the old table's delivery state; keep what it was in `last_restart`.
 
@@ -164,6 +182,12 @@ def _set_aside(conn: sqlite3.Connection, reason: str) -> None:
         "DELETE FROM side.peerbus_meta WHERE key IN ('bus_id', 'max_id_seen', 'table_mark')"
     )
     schema.ensure_bus_id(conn, "side")
+    if old_id is not None:
+        earlier = [i for i in earlier_identities(conn) if i != old_id][-(EARLIER_KEPT - 1) :]
+        conn.execute(
+            "INSERT OR REPLACE INTO side.peerbus_meta (key, value) VALUES ('earlier_bus_ids', ?)",
+            (json.dumps([*earlier, old_id]),),
+        )
     record = {"reason": reason, "previous_bus_id": old_id, "receipts_dropped": dropped}
     conn.execute(
         "INSERT OR REPLACE INTO side.peerbus_meta (key, value) VALUES ('last_restart', ?)",

@@ -115,3 +115,29 @@ def test_a_vanished_file_stops_the_bus_once_with_a_message(tmp_path: Path) -> No
             assert sending.value.path == claiming.value.path == path
 
     anyio.run(main)
+
+
+def test_a_bus_remembers_the_identities_its_place_had_before(tmp_path: Path) -> None:
+    """A turn store keeps its unpublished sends under the identity of the table that fed the
+    turn: after the table is made again, the bus names that identity as its own earlier one,
+    so those sends still go out (on the new table)."""
+    path = make_foreign(tmp_path / "returns.db")
+    raw_insert(path, "b", '{"n": 0}')
+
+    async def main() -> None:
+        async with pb.open_bus(str(path), durable=False) as bus:
+            await bus.register("b", senders=["a"])
+            await bus.ack(await bus.claim("b", senders=["a"]))
+            first = bus.identity
+            assert await bus.earlier_identities() == ()
+            _remake(path, 1)
+            await bus.ack(await bus.claim("b", senders=["a"]))
+            second = bus.identity
+            _remake(path, 1)
+            await bus.ack(await bus.claim("b", senders=["a"]))
+            assert await bus.earlier_identities() == (first, second)
+            assert bus.identity not in (first, second)
+        async with pb.open_bus(str(tmp_path / "owned.db"), durable=False) as owned:
+            assert await owned.earlier_identities() == ()
+
+    anyio.run(main)
