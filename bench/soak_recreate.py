@@ -39,16 +39,10 @@ from pathlib import Path
 import anyio
 from soak_state import BusRow, OutboxEntry, PanelStore, TeamState, connect_ro, payload_text
 
+from peerbus.sqlite.schema import CONTRACT_DDL
+
 # The table as an operator makes it by hand (the original README's seven columns).
-FOREIGN_DDL = """CREATE TABLE returns (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    agent_role TEXT,
-    recipient_role TEXT,
-    task_id TEXT,
-    payload_json TEXT,
-    status TEXT DEFAULT 'pending',
-    submitted_at TEXT
-)"""
+FOREIGN_DDL = CONTRACT_DDL
 MARK_PREFIX = "peerbus_mark_"
 SPAN = 1_000_000_000  # ids of generation g are g * SPAN + id
 Key = Callable[[str, int], int]  # (bus identity, id) -> the id made distinct

@@ -270,9 +270,8 @@ NOTHING_FOUND = frozenset(
 )
 SIGNATURE_CHARS = 300
 _LINE_NUMBER = re.compile(r"^ *\d+(\t|\u2192)", re.M)
-_LEADING_DOT = re.compile(r"(^|\s)\./(?=\w)", re.M)
 _QUOTES = re.compile(r"[\"'`\u2018\u2019]")
-_DOT_SLASH = re.compile(r"(^|[\s:(=])\./")
+_DOT_SLASH = re.compile(r"(^|[\s:(=])\./(?=\w)", re.M)  # `./` in front of a path
 _MARKER = re.compile(r"^(e\s+|>+\s*|error:\s*|\[error\]\s*)")
 _PROGRAM = re.compile(r"^[\w.-]+:\s+(?=\S)")
 _SUMMARY = re.compile(r"^(=+\s*)?<n> (failed|errors?|error)\b")
@@ -305,7 +304,7 @@ def normalise_output(text: str) -> str:
     text = _ID_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}<id>", text)
     text = _ATTEMPT.sub(lambda m: f"{m.group(1)}{m.group(2)}<n>", text)
     text = _DURATION.sub("<dur>", text)
-    text = _LEADING_DOT.sub(r"\1", text)
+    text = _DOT_SLASH.sub(r"\1", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
