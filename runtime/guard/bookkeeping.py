@@ -30,7 +30,7 @@ _STAMP = re.compile(
 
 def is_bookkeeping(path: str, patterns: Iterable[str]) -> bool:
     """Does the path match one of the globs? Matched against the whole path and every tail
-    of it (`logs/*` matches `/work/logs/run.txt`; `*` crosses folders); a bare name matches
+    of it (`logs/*` matches `/srv/app/logs/run.txt`; `*` crosses folders); a bare name matches
     that name in any folder, and `**/` in front matches no folder too. Answers are kept:
     the sentinel asks about every touched file before every call."""
     return _matches(path, tuple(patterns))

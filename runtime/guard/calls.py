@@ -359,10 +359,17 @@ def canonical_error(line: str) -> str:
     return _NUMBER.sub("<n>", line).strip()
 
 
+EQUIVALENTS = Path(__file__).with_name("equivalents.toml")
+
+
 @cache
+def equivalents_data() -> dict[str, Any]:
+    """equivalents.toml, read once (identity.py's spellings and the error phrases here)."""
+    return tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
+
+
 def error_phrases() -> tuple[str, ...]:
-    data = tomllib.loads(Path(__file__).with_name("equivalents.toml").read_text("utf-8"))
-    return tuple(data["errors"]["phrases"])
+    return tuple(equivalents_data()["errors"]["phrases"])
 
 
 def hashed(*parts: str) -> str:

@@ -26,17 +26,20 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from runtime.guard.calls import FILE_TOOLS, call_key, canonical_arguments, normalise_command
+from runtime.guard.calls import (
+    FILE_TOOLS,
+    call_key,
+    canonical_arguments,
+    equivalents_data,
+    normalise_command,
+)
 from runtime.guard.commands import segments, unwrap
 
-EQUIVALENTS = Path(__file__).with_name("equivalents.toml")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _CLUSTER = re.compile(r"^-[A-Za-z]{2,}$")
 _PATH_KEYS = ("file_path", "notebook_path", "path")
@@ -56,7 +59,7 @@ class Equivalents:
 @cache
 def equivalents() -> Equivalents:
     """The data of equivalents.toml (read once; a broken file is a bug of the package)."""
-    data = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
+    data = equivalents_data()
     return Equivalents(
         programs={k: tuple(v.split()) for k, v in data["programs"].items()},
         modules=dict(data["modules"]),

@@ -53,7 +53,7 @@ from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
 from runtime.guard.sentinel import WorldState
 
 CORPUS = Path(__file__).parent
-ROOT = "/work/team"
+ROOT = "/corpus/team"
 SHAPES = {
     "legit": (
         "review_with_edits", "retries_with_backoff", "heartbeats_far_apart", "relay_pipeline",
