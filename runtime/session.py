@@ -268,10 +268,13 @@ class Session:
         source: str = "",
         inbox: str | None = None,
         notes: Mapping[str, str] | None = None,
+        label: str = "",
     ) -> AsyncGenerator[SessionEvent, None]:
         """Run one turn on `text`; `consumed_ids` are the ids (unique within `source`, an
         opaque name the owner gives) of the messages it answers, recorded when it commits,
         and `notes` (store meta values; `note_commit` adds more) are stored with them.
+        `label` marks the input row; an input that consumes no message is known by it, so a
+        later try replaces an interrupted one (TurnStore.begin_turn).
 
         Only a stop (cancellation, or the owner closing the events) commits a turn half way.
         A turn that fails (an error from the service, or anything raised) commits nothing:
@@ -295,7 +298,13 @@ class Session:
         ttl = self.cache_ttl.start_turn(self.config.prompt_cache_ttl)
         input_blocks = ({"type": "text", "text": text},)
         user_id, parts = await self.store.begin_turn_and_read(
-            NewRow("user", input_blocks, estimate_tokens(text), consumed_ids=tuple(consumed_ids))
+            NewRow(
+                "user",
+                input_blocks,
+                estimate_tokens(text),
+                label=label,
+                consumed_ids=tuple(consumed_ids),
+            )
         )
         self.in_flight_row = self.last_turn_row = user_id
         self.sends.open(user_id, notes)

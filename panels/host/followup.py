@@ -18,6 +18,9 @@ import json
 from dataclasses import dataclass
 
 UNSENT_META = "unsent_sends"  # the store's meta key
+# The label of a follow-up turn's input row: it consumes no message, so a later try of the
+# note replaces an interrupted one by this label (TurnStore.begin_turn).
+FOLLOW_UP_LABEL = "host follow-up note"
 MAX_ROUNDS = 3
 TEXT_CHARS = 2_000  # of each unsent message, in the note
 MAX_LISTED = 50

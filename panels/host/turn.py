@@ -48,7 +48,7 @@ import anyio
 
 from panels.host.checkpoints import before_turn
 from panels.host.delivery import TurnInput, operator_route
-from panels.host.followup import UNSENT_META
+from panels.host.followup import FOLLOW_UP_LABEL, UNSENT_META
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
 from panels.host.poison import Verdict, judge
@@ -128,6 +128,7 @@ async def run_turn(
                     consumed_ids=turn_input.consumed_ids,
                     source=bus.identity,
                     notes={UNSENT_META: ""} if follow_up else None,
+                    label=FOLLOW_UP_LABEL if follow_up else "",
                 )
                 async with aclosing(events) as stream:
                     async for event in stream:

@@ -111,15 +111,20 @@ def mark_interrupted(conn: sqlite3.Connection) -> list[int]:
     return sorted(int(values[0]) for values in cursor)
 
 
-def delete_interrupted_inputs(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
-    """Delete the interrupted input rows that consumed any of the message `ids` (earlier
-    tries of the same input, cut off or failed); their row ids."""
+def delete_interrupted_inputs(
+    conn: sqlite3.Connection, ids: Sequence[int], label: str = ""
+) -> list[int]:
+    """Delete the interrupted input rows that consumed any of the message `ids`, or that
+    carry `label` when it is given (an input that consumes no message, such as the host's
+    follow-up note, is known by its label): earlier tries of the same input, cut off or
+    failed. Their row ids."""
     cursor = conn.execute(
         "DELETE FROM window_rows WHERE status = 'interrupted' AND role = 'user'"
-        " AND EXISTS (SELECT 1 FROM json_each(window_rows.consumed_ids)"
-        "             WHERE value IN (SELECT value FROM json_each(?)))"
+        " AND (EXISTS (SELECT 1 FROM json_each(window_rows.consumed_ids)"
+        "              WHERE value IN (SELECT value FROM json_each(?)))"
+        "      OR (? != '' AND label = ?))"
         " RETURNING id",
-        (encode_ids(list(ids)),),
+        (encode_ids(list(ids)), label, label),
     )
     return sorted(int(values[0]) for values in cursor)
 

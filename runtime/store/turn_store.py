@@ -203,7 +203,8 @@ class TurnStore:
         """Store a turn's input before the model answers, so a crash cannot lose it.
 
         In the same transaction, an interrupted input row that consumed any of the same
-        message ids is deleted: an earlier try of this input, cut off (a host killed mid-turn
+        message ids, or that carries the same label (an input that consumes no message), is
+        deleted: an earlier try of this input, cut off (a host killed mid-turn
         leaves its row in flight, marked interrupted at the next open) or failed. Its messages
         are here again, so the window holds each input once however often its turn died.
         (Window rows carry no bus identity, so an interrupted row whose ids came from
@@ -211,7 +212,7 @@ class TurnStore:
         ts = self._clock()
 
         def begin(c: sqlite3.Connection) -> tuple[int, list[int]]:
-            replaced = row_sql.delete_interrupted_inputs(c, user.consumed_ids)
+            replaced = row_sql.delete_interrupted_inputs(c, user.consumed_ids, user.label)
             return row_sql.insert_rows(c, [user], ts=ts, status="in_flight")[0], replaced
 
         row_id, replaced = self._write_rows(begin, lambda done: [done[0], *done[1]])

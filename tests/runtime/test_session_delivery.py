@@ -282,3 +282,30 @@ async def test_interrupted_copies_of_an_input_do_not_pile_up(
         rows = await s.store.rows()
     users = [(r.status, r.consumed_ids) for r in rows if r.role == "user"]
     assert users == [("interrupted", (7,)), ("complete", (8, 9))]
+
+
+async def test_an_input_that_consumes_no_message_replaces_its_interrupted_tries_by_label(
+    instance: InstancePaths, approver: object
+) -> None:
+    # The host's follow-up note consumes no message: killed tries of it were left behind,
+    # one per kill (the soak's "interrupted copies"). Its label names it instead; an
+    # unlabelled input, or one with another label, is never taken for it.
+    note = {"type": "text", "text": "Note from the host: these were not sent"}
+    with TurnStore.open(instance.turns) as store:
+        for _ in range(3):
+            store.begin_turn(NewRow("user", (note,), 1, label="host follow-up note"))
+            store.recover_interrupted()
+        store.begin_turn(NewRow("user", ({"type": "text", "text": "plain"},), 1))
+        store.recover_interrupted()
+        store.begin_turn(NewRow("user", (note,), 1, label="another label"))
+        store.recover_interrupted()
+    driver = ScriptedDriver([reply("sent them")])
+    async with open_session("t1", driver=driver, approver=approver) as s:  # type: ignore[arg-type]
+        await run(s, "Note from the host: these were not sent", label="host follow-up note")
+        rows = await s.store.rows()
+    users = [(r.status, r.label) for r in rows if r.role == "user"]
+    assert users == [
+        ("interrupted", ""),
+        ("interrupted", "another label"),
+        ("complete", "host follow-up note"),
+    ]
