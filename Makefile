@@ -21,7 +21,7 @@ unexport PYTHONDONTWRITEBYTECODE
 WORKERS ?= 4
 PYTEST = $(PY) -m pytest -q -n $(WORKERS) --dist load --maxschedchunk 2
 
-.PHONY: setup lock check check-latest test-fast lint types layers test demo
+.PHONY: setup lock check check-latest test-fast lint types layers test demo mutate
 
 $(UV): requirements-uv.txt
 	$(PYTHON) -m venv .venv-uv
@@ -76,6 +76,13 @@ test-fast:
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 check: lint types layers test
+
+# Mutation testing of the core modules (bench/mutation/), on demand and never in `make check`:
+# it installs mutmut (the lock's `mutate` extra; `make setup` takes it out again), then tries
+# each module's mutants, resumably. MUTATE_ARGS: e.g. --module window --time-box 300 --show.
+mutate: $(UV)
+	$(UV) sync --locked --extra test --extra mutate
+	$(PY) bench/mutation.py $(MUTATE_ARGS)
 
 # The offline three-panel demo: the rehearsal model, no key, no network.
 demo:
