@@ -4,7 +4,8 @@ A path is judged by what the command does to it (inspection.py): writing the pol
 files or the host's stores is denied, writing another protected path asks, and merely
 naming a protected path asks too. `path_arguments` lists every word, or part of a word, that
 may be a path: operands, the value after `=` (`--output=F`, `of=F`), a value attached to a
-short option (`-oF`, when it looks like a path) and the word after an option that takes one.
+short option (`-oF`: always for an output or target option the program has, otherwise when
+it looks like a path) and the word after an option that takes one.
 
 `WRITERS` says which of them a program writes. It is a floor, not a proof: a program not
 listed that writes a protected file is still asked about, because naming one asks. Where a
@@ -170,7 +171,13 @@ def _option(word: Word, writer: Writer, found: list[PathArgument], targets: list
     short_kind = _kind(value[:2], writer, outputs)
     if attached and short_kind == "target":
         targets.append(Word(attached, attached, glob=word.glob))
-    elif attached and (short_kind == "output" or value[:2] == "-o") and _pathish(attached):
+    elif attached and short_kind == "output":
+        # The rest of the word is the option's value, path-like or not: `sort -oreturns.db`
+        # writes returns.db just as `sort -o returns.db` does.
+        found.append(PathArgument(attached, word.glob, writes=True))
+    elif attached and value[:2] == "-o" and _pathish(attached):
+        # Another program's `-o` is only a guess at an output: believed when it looks like
+        # a path (`-o./x`), not when it may be a cluster of flags (`-ox`).
         found.append(PathArgument(attached, word.glob, writes=True))
     elif _pathish(attached):
         found.append(PathArgument(attached, word.glob))
