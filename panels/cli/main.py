@@ -12,7 +12,18 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from panels.cli import claude, instances, record, rehearse, replay, rewind, role, run, transfer
+from panels.cli import (
+    claude,
+    instances,
+    memory_archive,
+    record,
+    rehearse,
+    replay,
+    rewind,
+    role,
+    run,
+    transfer,
+)
 from panels.cli.bus import bus_app
 from panels.cli.errors import EXITS, report
 from panels.cli.host import host_commands
@@ -69,6 +80,8 @@ for _name, _command in host_commands:
 app.command(cls=Command)(rewind.rewind)
 app.command(cls=Command, context_settings=claude.PASSTHROUGH)(claude.claude)
 app.add_typer(bus_app, name="bus")
+memory_app.command(cls=Command)(memory_archive.archive)
+memory_app.command(cls=Command)(memory_archive.restore)
 app.add_typer(memory_app, name="memory")
 
 

@@ -43,7 +43,13 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Find recurring patterns in recent notes: draft wiki proposals and role amendments,
-    archive near-duplicates (restorable), write a digest in sleep/. Dry run unless --apply."""
+    archive near-duplicates, write a digest in sleep/. Dry run unless --apply.
+
+    Notes are near-duplicates only when they also state the same facts (figures, versions,
+    dates, identifiers, names, negation, content words); a pair that reads alike but differs
+    in one is kept and drafted in wiki_proposals/reconcile-*.md, the differences named.
+    Nothing archived is lost: `mnemara memory restore -i NAME` lists archived notes, and
+    `mnemara memory restore -i NAME SOURCE...` brings them back."""
     from datetime import UTC, datetime
 
     from runtime.config import load_config
@@ -134,6 +140,16 @@ def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str])
             {"keep": d.keep, "archive": d.drop, "distance": round(d.distance, 4)}
             for d in plan.duplicates
         ],
+        "reconcile": [
+            {
+                "notes": [c.first.source, c.second.source],
+                "distance": round(c.distance, 4),
+                "differences": list(c.differences),
+                "proposal": c.proposal,
+            }
+            for c in plan.conflicts
+        ],
+        "read": plan.read,
         "digest": plan.digest,
         "written": [str(path) for path in result.written] if result else [],
         "remarks": [*remarks, *plan.remarks],
@@ -143,9 +159,11 @@ def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str])
 def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
     """The plan as a person reads it, then what was written (or that nothing was)."""
     lines = [
-        f"replay of {plan.atoms} notes from the last {plan.days} days "
+        f"replay read {plan.read} notes from the last {plan.days} days "
         f"(threshold {plan.threshold}, {plan.pages} wiki pages compared): "
-        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'}"
+        f"{plan.read - len(plan.duplicates)} kept, {len(plan.duplicates)} to archive, "
+        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'}, "
+        f"{len(plan.conflicts)} pair{'' if len(plan.conflicts) == 1 else 's'} to reconcile"
     ]
     for i, pattern in enumerate(plan.patterns, 1):
         text = " ".join(pattern.representative.text.split())[:100]
@@ -164,12 +182,19 @@ def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) 
             f"  archive {duplicate.drop} (near-duplicate of {duplicate.keep}, "
             f"distance {duplicate.distance:.3f})"
         )
+    for conflict in plan.conflicts:
+        lines.append(
+            f"  reconcile {conflict.first.source} / {conflict.second.source} (alike, distance "
+            f"{conflict.distance:.3f}, but they differ in {'; '.join(conflict.differences)}): "
+            f"{conflict.proposal}"
+        )
     lines += [f"  note: {remark}" for remark in [*remarks, *plan.remarks]]
     if result is None:
         lines.append(f"dry run: nothing written; add --apply to write them and {plan.digest}")
     else:
         lines.append(
             f"wrote {len(result.written)} files ({len(result.unchanged)} already up to date), "
-            f"archived {len(result.archived)} notes; digest {result.digest}"
+            f"archived {len(result.archived)} notes (`mnemara memory restore` brings them back); "
+            f"digest {result.digest}"
         )
     return lines

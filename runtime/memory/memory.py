@@ -118,7 +118,13 @@ class Memory:
         if not query.strip():
             raise MemoryStoreError("nothing to search for: the query is empty")
         index = self.index()
-        return index.search(query, k, kind=kind) if index.count() else []
+        if not index.count():
+            return []
+        # An archived note leaves the index at its next sync; until then it is left out here,
+        # and a restored one is found again at once (its row is still there).
+        hidden = set(self.notes.archived())
+        hits = index.search(query, k + len(hidden), kind=kind)
+        return [hit for hit in hits if hit.source not in hidden][:k]
 
     def indexable(self, atom: Atom) -> Atom:
         """The atom as search may see it: a quarantined wiki section masked."""

@@ -3,10 +3,12 @@
 `plan_replay` reads the notes of the last `days` and the wiki, embeds them, and decides,
 writing nothing:
 
-1. near-duplicates: notes within DUPLICATE_DISTANCE of each other; the longest (then the
-   oldest) of a group is kept, the others are to be archived. They are set aside before
-   clustering, so a restatement does not count as a recurrence, and a re-run after the
-   archive sees the same clusters;
+1. near-duplicates: notes within DUPLICATE_DISTANCE of each other that state the same facts
+   (runtime/memory/facts.py); the longest (then the oldest) of a group is kept, the others
+   are to be archived. They are set aside before clustering, so a restatement does not
+   count as a recurrence, and a re-run after the archive sees the same clusters. Two notes
+   that close whose facts differ (a version, a price, a region, a name) are both kept and
+   drafted as a pair to reconcile: the embedder blurs exactly what tells them apart;
 2. patterns: clusters of at least `threshold` notes (average linkage, CLUSTER_DISTANCE);
 3. the graph's entities around each pattern's notes (`memory_entry` -applies_to- `entity`);
 4. whether a wiki page already covers a pattern (within COVERED_DISTANCE of its centroid);
@@ -28,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from runtime.memory.duplicates import Conflict, Duplicate, find_duplicates
 from runtime.memory.engines import GraphEngine, database_path
 from runtime.memory.model import Atom
 from runtime.memory.protocols import GraphStore, NoteStore, Progress, WikiStore
@@ -56,13 +59,6 @@ Embed = Callable[[Sequence[str]], list[list[float]]]
 
 _CAUSAL = re.compile(r"\b(because|caused|causes|led to|leads to|results? in|due to)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-
-
-@dataclass(frozen=True)
-class Duplicate:
-    keep: str
-    drop: str
-    distance: float
 
 
 @dataclass(frozen=True)
@@ -101,6 +97,8 @@ class ReplayPlan:
     duplicates: tuple[Duplicate, ...]  # to archive now
     archived_before: tuple[str, ...]  # near-duplicates of this window archived earlier
     remarks: tuple[str, ...]
+    conflicts: tuple[Conflict, ...] = ()  # near-duplicates whose facts differ: both kept
+    read: int = 0  # notes of the window read (archived ones are not read)
 
     @property
     def digest(self) -> str:
@@ -109,6 +107,10 @@ class ReplayPlan:
     @property
     def proposals(self) -> list[str]:
         return [p.proposal for p in self.patterns if p.proposal]
+
+    @property
+    def reconciliations(self) -> list[str]:
+        return [c.proposal for c in self.conflicts]
 
     @property
     def amendments(self) -> list[str]:
@@ -138,7 +140,7 @@ def plan_replay(
     pages = wiki.atoms()
     vectors = _embed_all(embed, [a.text for a in atoms] + [p.text for p in pages], progress)
     page_vectors = vectors[len(atoms) :]
-    duplicates, kept = find_duplicates(atoms, vectors[: len(atoms)])
+    duplicates, conflicts, kept = find_duplicates(atoms, vectors[: len(atoms)], DUPLICATE_DISTANCE)
     clusters = cluster_vectors([vectors[i] for i in kept], CLUSTER_DISTANCE)
     remarks: list[str] = []
     if graph is None:
@@ -172,6 +174,8 @@ def plan_replay(
         duplicates=tuple(duplicates),
         archived_before=tuple(sorted(earlier)),
         remarks=tuple(dict.fromkeys(remarks)),
+        conflicts=tuple(conflicts),
+        read=len(atoms),
     )
 
 
@@ -186,33 +190,6 @@ def _embed_all(embed: Embed, texts: list[str], progress: Progress | None) -> Any
         if progress is not None:
             progress(len(rows), len(texts))
     return np.array(rows, dtype=np.float64).reshape(len(texts), -1)
-
-
-def find_duplicates(atoms: Sequence[Atom], vectors: Any) -> tuple[list[Duplicate], list[int]]:
-    """Groups of notes within DUPLICATE_DISTANCE of their group's first note: the longest
-    (then the oldest) of each is kept. Returns (duplicates, indices kept, in order)."""
-    leaders: list[int] = []
-    groups: dict[int, list[int]] = {}
-    for i in range(len(atoms)):
-        if leaders:
-            distances = 1.0 - vectors[leaders] @ vectors[i]
-            nearest = int(distances.argmin())
-            if distances[nearest] <= DUPLICATE_DISTANCE:
-                groups[leaders[nearest]].append(i)
-                continue
-        leaders.append(i)
-        groups[i] = [i]
-    duplicates: list[Duplicate] = []
-    kept: list[int] = []
-    for leader in leaders:
-        group = groups[leader]
-        keep = min(group, key=lambda i: (-len(atoms[i].text), i))
-        kept.append(keep)
-        for i in group:
-            if i != keep:
-                distance = float(1.0 - vectors[keep] @ vectors[i])
-                duplicates.append(Duplicate(atoms[keep].source, atoms[i].source, distance))
-    return duplicates, sorted(kept)
 
 
 def cluster_vectors(vectors: Sequence[Any], limit: float) -> list[list[int]]:

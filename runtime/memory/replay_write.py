@@ -17,6 +17,7 @@ from typing import Any
 from runtime.config import write_json_atomic, write_text_atomic
 from runtime.home import InstancePaths
 from runtime.jsonload import load_json
+from runtime.memory.duplicates import Conflict
 from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
@@ -47,6 +48,7 @@ class LastReplay:
     archived: int
     amendments: int
     digest: str
+    reconcile: int = 0  # pairs of near-duplicates whose facts differ (none before #31)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -55,7 +57,8 @@ class LastReplay:
         return (
             f"last replay {self.at}: {self.patterns} patterns in {self.atoms} notes "
             f"({self.days} days), {self.proposals} wiki proposals, {self.amendments} role "
-            f"amendments, {self.archived} archived; {self.digest}"
+            f"amendments, {self.archived} archived, {self.reconcile} pairs to reconcile; "
+            f"{self.digest}"
         )
 
 
@@ -64,18 +67,20 @@ def apply_replay(plan: ReplayPlan, notes: NoteStore, paths: InstancePaths | Path
     root = paths.root if isinstance(paths, InstancePaths) else paths
     written: list[Path] = []
     unchanged: list[Path] = []
+    drafts: list[tuple[str | None, str]] = []
     for pattern in plan.patterns:
-        drafts = [(pattern.proposal, render_proposal(plan, pattern))]
+        drafts.append((pattern.proposal, render_proposal(plan, pattern)))
         drafts.append((pattern.amendment, render_amendment(plan, pattern)))
-        for relative, text in drafts:
-            if relative is None:
-                continue
-            target = root / relative
-            if target.exists():  # a draft is written once; the operator may be editing it
-                unchanged.append(target)
-                continue
-            write_text_atomic(target, text)
-            written.append(target)
+    drafts += [(conflict.proposal, render_reconcile(plan, conflict)) for conflict in plan.conflicts]
+    for relative, text in drafts:
+        if relative is None:
+            continue
+        target = root / relative
+        if target.exists():  # a draft is written once; the operator may be editing it
+            unchanged.append(target)
+            continue
+        write_text_atomic(target, text)
+        written.append(target)
     archived: list[str] = []
     for duplicate in plan.duplicates:
         reason = f"replay: near-duplicate of {duplicate.keep} (distance {duplicate.distance:.3f})"
@@ -108,6 +113,7 @@ def last_replay(paths: InstancePaths | Path) -> LastReplay | None:
             archived=_count(data["archived"]),
             amendments=_count(data["amendments"]),
             digest=_text(data["digest"]),
+            reconcile=_count(data.get("reconcile", 0)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -137,6 +143,7 @@ def _last_record(plan: ReplayPlan) -> dict[str, Any]:
         "archived": len(plan.archived),
         "amendments": len(plan.amendments),
         "digest": plan.digest,
+        "reconcile": len(plan.conflicts),
     }
 
 
@@ -184,6 +191,36 @@ def render_proposal(plan: ReplayPlan, pattern: Pattern) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_reconcile(plan: ReplayPlan, conflict: Conflict) -> str:
+    """Two notes that read alike but differ in a fact: both kept, the differences named."""
+    lines = [
+        "---",
+        "status: proposed",
+        "source: replay",
+        f"date: {plan.at.date().isoformat()}",
+        f"distance: {conflict.distance:.3f}",
+        "---",
+        "",
+        "# Two notes to reconcile",
+        "",
+        "These notes read almost the same, but their facts differ, so replay kept both. If one "
+        "is out of date, archive it (`mnemara memory archive SOURCE`); if both hold, say how "
+        "they differ in the wiki. Then delete this file.",
+        "",
+        "## Where they differ",
+        "",
+        *(f"- **{line}**" for line in conflict.differences),
+        "",
+        "## The notes",
+        "",
+        *(
+            f"- [{atom.written_at}] ({atom.category}) {_snippet(atom.text)} `{atom.source}`"
+            for atom in (conflict.first, conflict.second)
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def render_amendment(plan: ReplayPlan, pattern: Pattern) -> str:
     """A role-amendment draft in `propose_role_amendment`'s front matter, plus `source`."""
     rationale = (
@@ -221,6 +258,7 @@ def render_digest(plan: ReplayPlan) -> str:
         f"- wiki proposals: {len(plan.proposals)}",
         f"- role amendments: {len(plan.amendments)}",
         f"- near-duplicates archived: {len(plan.archived)}",
+        f"- pairs to reconcile (alike, but their facts differ): {len(plan.conflicts)}",
         "",
         "## Patterns",
         "",
@@ -242,6 +280,11 @@ def render_digest(plan: ReplayPlan) -> str:
         lines.append("(none)")
     lines += ["", "## Near-duplicates archived (restorable; see memory/archive/)", ""]
     lines += [f"- {source}" for source in plan.archived] or ["(none)"]
+    lines += ["", "## Pairs to reconcile (both kept)", ""]
+    lines += [
+        f"- {c.first.source} / {c.second.source}: {'; '.join(c.differences)} ({c.proposal})"
+        for c in plan.conflicts
+    ] or ["(none)"]
     if plan.remarks:
         lines += ["", "## Remarks", "", *(f"- {remark}" for remark in plan.remarks)]
     return "\n".join(lines) + "\n"
