@@ -95,7 +95,6 @@ def plan_trim(stats: Sequence[RowStat], caps: WindowCaps) -> TrimPlan:
     def protected(s: RowStat) -> bool:
         return s.pinned or (caps.protect_compressed and s.compressed)
 
-    evict: set[int] = set()
     at: list[int] = []  # the evicted rows' places in the window
     rows, tokens = n_before, t_before
 
@@ -107,19 +106,18 @@ def plan_trim(stats: Sequence[RowStat], caps: WindowCaps) -> TrimPlan:
             break
         if s.in_flight or protected(s):
             continue
-        evict.add(s.id)
         at.append(place)
         rows -= 1
         tokens -= s.tokens
 
     forced: list[int] = []
     # Protected rows give way only to the hard token cap, never to the row cap or low water.
+    # The pass above took unprotected rows only, so this one cannot take a row twice.
     for place, s in enumerate(stats):
         if tokens <= caps.max_tokens:
             break
-        if s.id in evict or s.in_flight or not protected(s):
+        if s.in_flight or not protected(s):
             continue
-        evict.add(s.id)
         at.append(place)
         forced.append(s.id)
         rows -= 1

@@ -53,11 +53,32 @@ def store(tmp_path: Path) -> Iterator[TurnStore]:
         yield opened
 
 
+def test_stats_query_reports_each_rows_tokens_protection_and_turn_in_flight(
+    store: TurnStore,
+) -> None:
+    """Literal values, not `RowStat.of` again: a misread column or status shows here."""
+    ids = seed(store)
+    assert store.row_stats() == [
+        RowStat(ids[0], 100, pinned=True),
+        RowStat(ids[1], 137, compressed=True),
+        RowStat(ids[2], 174),
+        RowStat(ids[3], 211),
+        RowStat(ids[4], 248, pinned=True),
+        RowStat(ids[5], 285),
+        RowStat(ids[6], 322, compressed=True),
+        RowStat(ids[7], 359),
+        RowStat(ids[8], 396),
+        RowStat(ids[9], 433),
+        RowStat(ids[10], 470),
+        RowStat(ids[11], 50, in_flight=True),
+    ]
+    assert [RowStat.of(r) for r in store.rows()] == store.row_stats()
+
+
 @pytest.mark.parametrize("caps", CAPS)
 def test_stats_query_plans_what_full_rows_plan(store: TurnStore, caps: WindowCaps) -> None:
     seed(store)
     stats = store.row_stats()
-    assert stats == [RowStat.of(r) for r in store.rows()]
     plan = plan_trim(stats, caps)
     assert plan == plan_trim([RowStat.of(r) for r in store.rows()], caps)
     assert exceeds_caps(*store.window_totals(), caps) == plan.needed
