@@ -37,6 +37,7 @@ WORK = ROOT / ".mutmut"
 PACKAGES = ("runtime", "peerbus", "panels")
 MUTMUT = Path(sys.executable).parent / "mutmut"
 KILLED = {"killed", "timeout"}
+RETRY = {"survived", "no tests"}
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ def run(target: Target, time_box: float, workers: int) -> bool:
     digest_file = target.work / "tests.sha256"
     digest = tests_digest(target)
     before = results(target)
-    survivors = sorted(name for name, status in before.items() if status == "survived")
+    # A mutant that no test reached ("no tests") may be reached by a new one.
+    survivors = sorted(name for name, status in before.items() if status in RETRY)
     if survivors and digest_file.exists() and digest_file.read_text() != digest:
         # New tests: mutmut's map of which test reaches which function is made again, and
         # the survivors are tried against the tests as they are now.
