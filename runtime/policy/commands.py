@@ -203,9 +203,9 @@ def _interpreter_hazards(program: str, args: tuple[Word, ...]) -> list[str]:
 
 def mnemara_hazards(args: tuple[str, ...]) -> list[str]:
     """Why a run of mnemara's own CLI with `args` must be asked about ([] when it only reads)."""
-    verb = args[0] if args else ""
-    if not args or verb in MNEMARA_READS:
+    if not args or args[0] in MNEMARA_READS:
         return []
+    verb = args[0]
     if verb == "bus" and len(args) > 1 and args[1] in MNEMARA_BUS_READS:
         return []
     if verb == "inbox" and not {"on", "off"} & set(args[1:]):

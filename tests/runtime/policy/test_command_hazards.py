@@ -244,6 +244,7 @@ def test_a_shell_flag_that_runs_code(text: str, hazard: str) -> None:
         "bash --norc --login script.sh",  # long options with c, s, i in them run nothing
         "bash -o pipefail script.sh",
         "bash -o -c script.sh",  # `-c` is the value of -o here
+        "bash -X script.sh",  # only c, s and i in a cluster run code
     ],
 )
 def test_a_shell_running_a_script_file(text: str) -> None:
@@ -339,6 +340,7 @@ def test_every_interpreter_reads_stdin_without_a_script(program: str) -> None:
     ("text", "hazard"),
     [
         ("python3 -u -Ic x", "`python -Ic` runs code given inline"),  # in a cluster
+        ("python3 -u -cx", "`python -cx` runs code given inline"),  # the code attached
         ("perl -w -ne 'print' f", "`perl -ne` runs code given inline"),
         ("node --no-warnings --eval=1", "`node --eval=1` runs code given inline"),
         ("node --no-warnings --print=1", "`node --print=1` runs code given inline"),
@@ -356,6 +358,9 @@ def test_inline_flag_spellings(text: str, hazard: str) -> None:
         "node --no-warnings --evaluate x",  # not --eval, nor --eval=
         "node --no-warnings -- x",  # a long option holding e and p is not a cluster
         "deno -q run x.ts eval",
+        "python3 -u -m -",  # whatever follows -m is the module's, even `-`
+        "pypy3 -u -m -",
+        "node --no-warnings -rts-x app.js",  # a dash in a short option's value: no long flag
     ],
 )
 def test_interpreter_without_inline_code(text: str) -> None:
@@ -416,6 +421,8 @@ def test_what_a_runner_starts(text: str, hazards: list[str]) -> None:
         ("python3 -m panels.cli", []),
         ("python3 -m panels.clix approve", []),
         ("python3 -m panels approve", []),
+        ("python3 -Wignore -m pytest -p evil", [PYTEST_PLUGIN]),  # -W's value is no module
+        ("python3 -mx -m pytest -p evil", []),  # the rest belong to module x
     ],
 )
 def test_what_python_m_starts(text: str, hazards: list[str]) -> None:
