@@ -207,39 +207,39 @@ async def test_without_other_sources_only_the_team_bus_turns_publish(
     assert texts(await store.outbox_pending()) == ["b"]
 
 
-@pytest.mark.parametrize(
-    "refusal",
-    [
-        PayloadTooLargeError(size=300_000, limit=262_144),
-        PayloadError("the payload cannot be sent"),
-        InvalidRoleError(role="bad name", field="recipient"),
-        InvalidKeyError(key="", limit=200),
-    ],
-    ids=["too-large", "payload", "role", "key"],
-)
+REFUSALS: dict[str, PeerbusError] = {
+    "too-large": PayloadTooLargeError(size=300_000, limit=262_144),
+    "payload": PayloadError("the payload cannot be sent"),
+    "role": InvalidRoleError(role="bad name", field="recipient"),
+    "key": InvalidKeyError(key="", limit=200),
+}
+
+
 async def test_a_send_refused_for_good_is_marked_failed_and_the_rest_go_on(
-    anyio_backend: str,
-    store: AsyncTurnStore,
-    team_bus: BusBackend,
-    refusal: PeerbusError,
+    anyio_backend: str, store: AsyncTurnStore, team_bus: BusBackend
 ) -> None:
     bus = FlakyBus(team_bus)
-    bus.refuse["2"] = refusal
+    bus.refuse.update(REFUSALS)
     host = Host(bus, team_bus)
-    row = await commit(store, team_bus.identity, note("1"), note("2", to=None), note("3"))
+    refused = [note(text, to=None) for text in REFUSALS]
+    row = await commit(store, team_bus.identity, note("1"), *refused, note("2"))
 
     assert await publish(Runner(host), Session(store)) == 2
 
     failed = [e for e in host.log.events if isinstance(e, SendFailed)]
-    assert failed == [SendFailed(panel="writer", to="*", outbox=f"{row}.1", reason=str(refusal))]
-    assert [e.text for e in host.log.events if isinstance(e, MessageSent)] == ["1", "3"]
+    assert failed == [
+        SendFailed(panel="writer", to="*", outbox=f"{row}.{n}", reason=str(refusal))
+        for n, refusal in enumerate(REFUSALS.values(), start=1)
+    ]
+    assert [e.text for e in host.log.events if isinstance(e, MessageSent)] == ["1", "2"]
     assert texts(await store.outbox_pending()) == []
     stored = {e.label: e for e in await store.outbox()}
-    assert stored[f"{row}.1"].failed == str(refusal)
-    assert stored[f"{row}.1"].message_id is None
-    # A second round has nothing left: the failed send is not tried again.
+    assert [(stored[e.outbox].failed, stored[e.outbox].message_id) for e in failed] == [
+        (str(refusal), None) for refusal in REFUSALS.values()
+    ]
+    # A second round has nothing left: a failed send is not tried again.
     assert await publish(Runner(host), Session(store)) == 0
-    assert bus.submits == ["1", "2", "3"]
+    assert bus.submits == ["1", *REFUSALS, "2"]
 
 
 async def test_a_busy_bus_stops_the_round_and_the_rest_go_out_next_time_in_order(
@@ -282,33 +282,29 @@ async def test_a_send_published_again_after_a_crash_gets_the_id_of_its_first_cop
     assert len(await team_bus.history(limit=10)) == 1
 
 
-def said(text: str) -> MessageSent:
-    return MessageSent(
-        panel="writer", to="reader", id=1, topic="t", terminal=False, text=text, outbox="1.0"
-    )
-
-
-@pytest.mark.parametrize(
-    ("payload", "expected"),
-    [
-        (
-            {"type": "ack", "ack_of": 7, "text": "got it"},
-            AckSent(panel="writer", to="reader", ack_of=7, id=1),
-        ),
-        ({"type": "ack", "ack_of": "7", "text": "got it"}, said("got it")),
-        ({"type": "note", "ack_of": 7, "text": "x" * 200}, said("x" * 160)),
-        ({"text": ["not", "a", "string"]}, said("")),
-    ],
-    ids=["ack", "ack-of-not-an-id", "note-preview-cut", "text-not-a-string"],
-)
 async def test_what_the_log_says_was_published(
-    anyio_backend: str,
-    store: AsyncTurnStore,
-    team_bus: BusBackend,
-    payload: dict[str, Any],
-    expected: Any,
+    anyio_backend: str, store: AsyncTurnStore, team_bus: BusBackend
 ) -> None:
+    """An ack (one answering a message id) is logged as such; anything else as a message,
+    its text cut to a preview."""
     host = Host(FlakyBus(team_bus), team_bus)
-    await commit(store, team_bus.identity, ("reader", payload, "t"))
-    assert await publish(Runner(host), Session(store)) == 1
-    assert host.log.events == [expected]
+    payloads: list[dict[str, Any]] = [
+        {"type": "ack", "ack_of": 7, "text": "got it"},
+        {"type": "ack", "ack_of": "7", "text": "got it"},
+        {"type": "note", "ack_of": 7, "text": "x" * 200},
+        {"text": ["not", "a", "string"]},
+    ]
+    row = await commit(store, team_bus.identity, *(("reader", p, "t") for p in payloads))
+    assert await publish(Runner(host), Session(store)) == 4
+    ids = sorted(r.id for r in await team_bus.history(limit=10))
+
+    def said(n: int, text: str) -> MessageSent:
+        return MessageSent(panel="writer", to="reader", id=ids[n], topic="t", terminal=False,
+                           text=text, outbox=f"{row}.{n}")  # fmt: skip
+
+    assert host.log.events == [
+        AckSent(panel="writer", to="reader", ack_of=7, id=ids[0]),
+        said(1, "got it"),
+        said(2, "x" * 160),
+        said(3, ""),
+    ]
