@@ -162,7 +162,8 @@ def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) 
         f"replay read {plan.read} notes from the last {plan.days} days "
         f"(threshold {plan.threshold}, {plan.pages} wiki pages compared): "
         f"{plan.read - len(plan.duplicates)} kept, {len(plan.duplicates)} to archive, "
-        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'}, "
+        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'} "
+        f"({len(plan.proposals)} to propose), "
         f"{len(plan.conflicts)} pair{'' if len(plan.conflicts) == 1 else 's'} to reconcile"
     ]
     for i, pattern in enumerate(plan.patterns, 1):

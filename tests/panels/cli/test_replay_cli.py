@@ -104,6 +104,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(memory: InstancePaths) -> No
     code, out, err = mnemara()
     assert code == 0, err
     assert "2 patterns" in out and "wiki proposal: wiki_proposals/" in out
+    # What it read, kept, would archive and propose, counted from the notes it read.
+    assert "replay read 9 notes from the last 7 days" in out
+    assert "8 kept, 1 to archive, 2 patterns (2 to propose), 0 pairs to reconcile" in out
     assert "role amendment: role_proposals/replay-" in out
     assert "archive memory/" in out and "entities: deploy (3)" in out
     assert "dry run: nothing written; add --apply" in out
