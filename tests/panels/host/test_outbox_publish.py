@@ -146,10 +146,6 @@ def texts(entries: Sequence[OutboxEntry]) -> list[str]:
     return [str(e.payload["text"]) for e in entries]
 
 
-async def history(bus: BusBackend) -> list[tuple[str, str | None, str]]:
-    return [(r.sender, r.recipient, r.payload_json) for r in await bus.history(limit=100)]
-
-
 async def test_sends_go_out_in_queue_order_whichever_bus_fed_their_turn(
     anyio_backend: str, store: AsyncTurnStore, team_bus: BusBackend, operator_bus: BusBackend
 ) -> None:
