@@ -223,6 +223,11 @@ SAME = ("with the same results and nothing changed from one cycle to the next; t
          "a cycle of 3 calls (Read / Read / Bash) ran 2 times"),
         (["Read a", "Grep x", "Bash ls", "Read a", "Grep x"], "Bash ls", 2, 3,
          "a cycle of 3 calls (Read / Grep / Bash) ran 2 times"),
+        # ... and one whose last call comes first again: no cycle of two, one of three
+        (["Read a", "Bash ls", "Read a", "Read a", "Bash ls"], "Read a", 2, 6,
+         "a cycle of 3 calls (Read / Bash / Read) ran 2 times"),
+        # one round is any two different calls in a row (why the settings refuse it)
+        (["Read a"], "Bash ls", 1, 6, "two calls (Read / Bash) alternated 1 times"),
     ],
 )  # fmt: skip
 def test_alternation_names_the_cycle_and_how_often_it_ran(
@@ -336,6 +341,59 @@ def test_a_cycles_wait_is_counted_from_where_the_cycle_began() -> None:
     turn = waiting_cycle(3, 650.0, before=1000.0)
     fired = alternation(turn.calls, turn.next("Read log"), cycles=2, longest=6)
     assert message(fired)[1].endswith(f"{SAME} (1950 s spent waiting)")
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(15.0, None), (14.9, " (30 s spent waiting)")])
+def test_a_cycle_begun_halfway_counts_its_whole_rounds(seconds: float, said: str | None) -> None:
+    # Read, status, read, status, and now the read: one whole round before this one.
+    turn = Turn()
+    for _ in range(2):
+        turn.add("Read log", outcome="same")
+        turn.add("Bash status", waits=True, seconds=seconds, outcome="pending")
+    fired = alternation(turn.calls, turn.next("Read log"), cycles=2, longest=6)
+    if said is None:
+        assert fired is None
+    else:
+        assert message(fired)[1] == f"two calls (Bash / Read) alternated 2 times {SAME}{said}"
+
+
+def test_a_cycle_is_followed_back_through_its_own_changes() -> None:
+    # The status check writes its cache the first time: a change of its own, not progress.
+    turn = Turn()
+    turn.add("Bash status", state=OLD, waits=True, seconds=700.0, outcome="pending")
+    for _ in range(2):
+        turn.add("Read log", state=NEW, outcome="same")
+        turn.add("Bash status", state=NEW, waits=True, seconds=700.0, outcome="pending")
+    log: list[Change] = [(2, "/w/f", frozenset({"Bash status"}))]
+    fired = alternation(turn.calls, turn.next("Read log", state=NEW), cycles=2, longest=6,
+                        log=log)  # fmt: skip
+    assert message(fired)[1].endswith(f"{SAME} (2100 s spent waiting)")
+
+
+def test_a_cycle_is_followed_back_one_copy_at_a_time() -> None:
+    # Each call agrees with its copy one cycle earlier (a result not yet seen agrees with any):
+    # the first status with the second, the second with the third, though not the first with
+    # the third. The whole loop waited 2100 s.
+    turn = Turn()
+    for outcome in ("a", None, "b"):
+        turn.add("Bash status", waits=True, seconds=700.0, outcome=outcome)
+        turn.add("Read log", outcome="same")
+    del turn.calls[-1]
+    fired = alternation(turn.calls, turn.next("Read log"), cycles=2, longest=6)
+    assert message(fired)[1].endswith(f"{SAME} (2100 s spent waiting)")
+
+
+def test_a_shorter_cycle_given_patience_does_not_hide_a_longer_one() -> None:
+    # Status, read: the last rounds waited 900 s, patient. The cycle of four reaches back to
+    # the first status (its copy is four calls on), with the 1000 s wait: the budget is spent.
+    turn = Turn()
+    for read_outcome, status_seconds in (("b", 1000.0), ("a", 300.0), ("b", 300.0), (None, 300.0)):
+        turn.add("Read log", outcome=read_outcome)
+        turn.add("Bash status", waits=True, seconds=status_seconds, outcome="pending")
+    fired = alternation(turn.calls, turn.next("Read log"), cycles=2, longest=6)
+    assert message(fired)[1] == (
+        f"a cycle of 4 calls (Bash / Read / Bash / Read) ran 2 times {SAME} (1900 s spent waiting)"
+    )
 
 
 def test_alternation_uses_the_patience_given() -> None:
