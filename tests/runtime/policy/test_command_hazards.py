@@ -393,6 +393,7 @@ def test_a_runner_passes_on_the_hazards_of_what_it_runs(runner: str, text: str) 
     ("text", "hazards"),
     [
         ("uv run python3 -c x", ["`python -c` runs code given inline"]),
+        ("uv run pypy3 -c x", ["`pypy -c` runs code given inline"]),
         ("uv run python3 -m pytest -p evil", [PYTEST_PLUGIN]),
         ("uv run py.test -p evil", [PYTEST_PLUGIN]),
         ("uv run mnemara approve 3", [f"`mnemara approve` {MNEMARA_ACTS}"]),
