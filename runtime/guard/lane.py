@@ -12,7 +12,9 @@ beats every pattern, mode and "always" rule. The rules, for a role doc's lane
 - `writable`: a Write, Edit, MultiEdit or NotebookEdit target outside it, and a Bash command
   that writes outside it: redirections, and the targets of the writing programs the policy
   knows (runtime/policy/writes.py: `tee`, `cp`, `mv`, `rm`, `touch`, `mkdir`, `sed -i`,
-  `dd of=`...), against every directory the command `cd`s into;
+  `dd of=`...), against every directory the command `cd`s into (a relative write after a
+  directory change that cannot be followed, such as `pushd` or `cd -`, and a target that
+  cannot be resolved, such as `~user/x`, are refused: where they land cannot be known);
 - `readable` (default: the user's home and the working directory): a Read, Glob, Grep or
   NotebookRead path outside it.
 
@@ -111,11 +113,8 @@ def lane_read_refusal(lane: Lane, path: str, cwd: Path, *, home: Path | None = N
 
 
 def tool_listed(name: str, entries: tuple[str, ...]) -> bool:
-    short = name.removeprefix(OWN_PREFIX) if name.startswith(OWN_PREFIX) else None
-    return any(
-        fnmatch.fnmatchcase(name, e) or (short is not None and fnmatch.fnmatchcase(short, e))
-        for e in entries
-    )
+    short = name.removeprefix(OWN_PREFIX)  # the name itself when it is not one of ours
+    return any(fnmatch.fnmatchcase(name, e) or fnmatch.fnmatchcase(short, e) for e in entries)
 
 
 def _recipients(lane: Lane, named: tuple[str, ...] | None) -> LaneVerdict | None:
@@ -183,6 +182,7 @@ def _bash(lane: Lane, tool_input: Mapping[str, Any], cwd: Path, home: Path) -> L
             )
         return None  # its writes cannot be known: the policy asks
     cwds = [cwd]
+    lost: str | None = None  # a directory change that cannot be followed: `pushd`, `cd -`
     for cmd in parsed.commands:
         if lane.commands is not None and not any(
             p.matches(cmd.canonical) for p in lane.command_patterns
@@ -194,11 +194,24 @@ def _bash(lane: Lane, tool_input: Mapping[str, Any], cwd: Path, home: Path) -> L
         for raw, glob in bash_writes(cmd):
             if lane.writable is None or glob:
                 continue  # where a glob lands is the shell's to decide: the policy asks
+            if lost is not None and not raw.startswith(("/", "~")):
+                # Where it lands depends on a directory no one can know before it runs.
+                return _deny(
+                    f"the write to {raw!r} after `{lost[:200]}` cannot be checked against "
+                    f"this panel's lane (writable in {lane.source}); give an absolute path "
+                    "or `cd` to a plain directory"
+                )
             for each in cwds:
                 target = resolve_target(raw, each, home)
-                if target is not None and not covered(target, lane.writable, cwd, home):
+                if target is None:
+                    return _deny(
+                        f"the path {raw!r} cannot be checked against this panel's lane "
+                        f"(writable in {lane.source}); give a plain path"
+                    )
+                if not covered(target, lane.writable, cwd, home):
                     return _deny(_outside(target, "writable", lane.writable, lane))
-        _follow_cd(cmd, cwds, home)
+        if lost is None and not _follow_cd(cmd, cwds, home):
+            lost = cmd.canonical
     return None
 
 
@@ -237,7 +250,7 @@ def _script_words(cmd: SimpleCommand, program: str) -> list[str]:
             elif word in takes:
                 skip, given = True, given or (word != "-l" and word != "--line-length")
             elif word.startswith(("--expression=", "--file=")) or (
-                word[:1] == "-" and word[1:2] in ("e", "f") and not word.startswith("--")
+                word[:1] == "-" and word[1:2] in ("e", "f")  # `-e`, `-es/a/b/`, `-fx.sed`
             ):
                 given = True
             elif not word.startswith("-"):
@@ -257,11 +270,12 @@ def _script_words(cmd: SimpleCommand, program: str) -> list[str]:
 
 def _follow_cd(cmd: SimpleCommand, cwds: list[Path], home: Path) -> bool:
     """After `cd DIR`, relative paths are judged from every directory so far; False when
-    the change cannot be followed (then the writes after it are not all known)."""
+    the change cannot be followed (`pushd`, `popd`, `cd -`, a glob, two operands, a directory
+    that cannot be resolved): `_bash` then refuses the relative writes after it."""
     program = program_of(cmd)
     if program not in DIRECTORY_CHANGES:
         return True
-    args = [w for w in cmd.words[1:] if not w.value.startswith("-")]
+    args = [w for w in cmd.words[1:] if w.value == "-" or not w.value.startswith("-")]
     if program != "cd" or len(args) > 1 or (args and (args[0].glob or args[0].value == "-")):
         return False
     target = resolve_target(args[0].value if args else "~", cwds[-1], home)
