@@ -108,6 +108,22 @@ def test_a_halt_found_in_a_result_survives_the_results_of_parallel_calls() -> No
     assert panel.rule(bash("pwd")) == "failing"
 
 
+def test_the_first_halt_found_in_parallel_results_is_the_one_kept() -> None:
+    panel = Panel()
+    first = [bash("make a"), bash("make b")]
+    for n, request in enumerate(first):
+        assert not panel.run(request, boom(n), error=True).halt
+    parallel = [bash("make c"), bash("make d")]
+    for request in parallel:
+        assert not panel.sentinel.observe_call(request, panel.world, root=ROOT).halt
+    for request in parallel:  # each result is the same error a third time
+        panel.sentinel.observe_result(request.tool_use_id, is_error=True, content=boom(2))
+    verdict = panel.sentinel.observe_call(bash("pwd"), panel.world, root=ROOT)
+    assert verdict.halt and verdict.record is not None
+    expected = [*first, parallel[0]]
+    assert [c.tool_use_id for c in verdict.record.calls] == [r.tool_use_id for r in expected]
+
+
 # Each rule that allows for waiting is given the settings' patience (5 s a round here, where
 # the default would be 30 s): rounds of 5 s are patient.
 PATIENT = {"patient_round_s": 5}
