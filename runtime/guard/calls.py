@@ -281,7 +281,6 @@ _ERROR_WORDS = re.compile(
     re.I,
 )
 _SHELL_PREFIX = re.compile(r"^((/usr)?/bin/)?(ba|z|da)?sh:( line)? ?\d*:\s*")
-_EXIT_CODE = re.compile(r"exit code:? ?-?\d+|exit status:? ?-?\d+", re.I)
 _NUMBER = re.compile(r"\d+")
 _SLEEPS = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)([smhd])?\b")
 _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -335,8 +334,8 @@ def error_signature(content: str) -> frozenset[str]:
     lines: set[str] = set()
     for raw in normalise_output(content).splitlines():
         line = _SHELL_PREFIX.sub("", raw.strip())
-        if not line or _EXIT_CODE.fullmatch(line) or not _ERROR_WORDS.search(line):
-            continue
+        if not _ERROR_WORDS.search(line):
+            continue  # blank, `Exit code 1`, output: names no error
         line = canonical_error(line)
         if line and not _SUMMARY.match(line):
             lines.add(line[:SIGNATURE_CHARS])

@@ -55,6 +55,9 @@ from runtime.guard.calls import call_key, canonical_arguments, normalise_command
         ("watch -n 5 ls", "watch -n <n> ls"),
         ("watch --interval 5 ls", "watch --interval <n> ls"),
         ("watch -d 5 ls", "watch -d 5 ls"),
+        ("watch -n .5 ls", "watch -n <n> ls"),  # any value of watch's interval
+        ("watch --interval .5 ls", "watch --interval <n> ls"),
+        ("x --interval .5 ls", "x --interval .5 ls"),
         ("echo -n 3", "echo -n 3"),
         # Wait-like options: their value, after a space or an `=`.
         ("curl --max-time 10 http://x", "curl --max-time <n> http://x"),

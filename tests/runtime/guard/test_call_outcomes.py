@@ -110,6 +110,14 @@ def test_an_outcome_is_pass_or_fail_with_the_normalised_result() -> None:
     assert outcome_digest(False, "x") == hashed("pass", "x")
 
 
+def test_undecodable_bytes_kept_as_surrogates_still_hash() -> None:
+    """A result read with `surrogateescape` holds lone surrogates; hashing must not fail."""
+    digest = outcome_digest(True, "bad byte \udcff here")
+    assert digest == hashed("fail", "bad byte \udcff here")
+    assert len(digest) == 32 and digest != outcome_digest(True, "bad byte  here")
+    assert observation("x" * 40 + "\udcff")[1] == 41
+
+
 def test_an_observation_is_the_content_whatever_the_call() -> None:
     digest, length = observation("  found 3 files under /tmp/abc at 12:00:01  \n")
     assert (digest, length) == observation("found 3 files under /tmp/xyz at 09:30:00")
