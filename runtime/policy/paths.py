@@ -180,7 +180,7 @@ def protection_of(path: Path, ctx: PolicyContext) -> tuple[Protection, str] | No
     if _follows(parts, ".config", CONFIG_SUBDIRS):
         return Protection.PROTECTED, "startup configuration under ~/.config"
     for i, part in enumerate(parts[:-1]):
-        if part == ".git" or part.endswith(".git"):
+        if part.endswith(".git"):  # `.git` itself, or a bare repository such as `repo.git`
             if parts[i + 1] == "hooks":
                 return Protection.PROTECTED, "git hooks run code on every commit"
             if parts[i + 1 :] == ["config"]:

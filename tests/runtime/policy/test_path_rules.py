@@ -306,7 +306,7 @@ def test_a_directory_that_holds_stores_is_reported(tree: PolicyContext) -> None:
 
 def test_a_name_the_os_cannot_encode_cannot_be_resolved(tree: PolicyContext) -> None:
     check = check_path("bad\ud800name", tree)
-    assert check.resolved is None and check.protection is None
+    assert (check.raw, check.resolved, check.protection) == ("bad\ud800name", None, None)
     assert check.why.startswith("cannot be resolved (") and check.why.endswith(")")
     assert "surrogate" in check.why
     # By name only no system call is made, so the same name is merely odd.
@@ -356,3 +356,22 @@ def test_a_plain_name_right_under_a_directory_matches_only_what_exists(
         "the glob 'bus.sqlit?' can match bus.sqlite"
     )
     assert glob_risk("src/bus.sqlit?", tree) == "the glob 'src/bus.sqlit?' can match bus.sqlite"
+
+
+@pytest.mark.parametrize(("guarded_hop", "protected"), [(39, True), (40, False)])
+def test_a_symlink_chain_is_followed_as_far_as_the_kernel_would(
+    tree: PolicyContext, guarded_hop: int, protected: bool
+) -> None:
+    """The kernel gives up after 40 symlinks (ELOOP), so a name further down the chain can
+    never be opened through it: `p/link0 -> link1 -> ... -> link40 -> plain`, where one link
+    is renamed `.bashrc`, is protected when that link is the 40th name followed, not the 41st.
+    """
+    home = tree.home
+    (home / "plain").write_text("")
+    links = [home / "p" / f"link{i}" for i in range(41)]
+    links[guarded_hop] = home / "p" / ".bashrc"
+    for link, target in zip(links, [*links[1:], home / "plain"], strict=True):
+        link.symlink_to(target)
+    check = check_path("link0", tree)
+    assert check.resolved == home / "plain"
+    assert (check.protection is Protection.PROTECTED) is protected
