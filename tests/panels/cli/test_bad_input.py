@@ -54,6 +54,17 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
     ],
     "memory index": [([], USAGE), (["-i", "ghost"], INSTANCE), (["-i", "../x"], INSTANCE)],
     "memory reindex": [([], USAGE), (["-i", "ghost"], INSTANCE)],
+    "memory archive": [
+        ([], USAGE),
+        (["-i", "inst"], USAGE),  # no SOURCE
+        (["-i", "ghost", "memory/2026-01-01.md#0"], INSTANCE),
+        (["-i", "inst", "memory/2026-01-01.md#0"], USAGE),  # no such note
+    ],
+    "memory restore": [
+        ([], USAGE),
+        (["-i", "ghost"], INSTANCE),
+        (["-i", "inst", "memory/2026-01-01.md#0"], USAGE),  # not archived
+    ],
     "memory wiki": [([], USAGE), (["nosuch"], USAGE)],
     "memory wiki ls": [([], USAGE), (["-i", "ghost"], INSTANCE)],
     "memory wiki show": [
@@ -318,6 +329,8 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "memory search": ["-i", "inst", "x"],
     "memory index": ["-i", "inst"],
     "memory reindex": ["-i", "inst"],
+    "memory archive": ["-i", "inst", "memory/2026-01-01.md#0"],
+    "memory restore": ["-i", "inst"],
     "memory wiki ls": ["-i", "inst"],
     "memory wiki show": ["-i", "inst", "a"],
     "memory graph query": ["-i", "inst", "MATCH (n) RETURN n"],
