@@ -21,6 +21,10 @@ UNSENT_META = "unsent_sends"  # the store's meta key
 # The label of a follow-up turn's input row: it consumes no message, so a later try of the
 # note replaces an interrupted one by this label (TurnStore.begin_turn).
 FOLLOW_UP_LABEL = "host follow-up note"
+# Set in a follow-up turn's commit, cleared once its turn_committed event is on disk: a
+# follow-up consumes no message, so nothing is redelivered after a kill between the two, and
+# the next life logs the turn from this mark instead (life.py).
+UNLOGGED_META = "follow_up_unlogged"
 MAX_ROUNDS = 3
 TEXT_CHARS = 2_000  # of each unsent message, in the note
 MAX_LISTED = 50

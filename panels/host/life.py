@@ -36,7 +36,13 @@ from panels.host.delivery import (
     compose_turn,
     operator_route,
 )
-from panels.host.followup import UNSENT_META, decode, note_text
+from panels.host.followup import (
+    FOLLOW_UP_LABEL,
+    UNLOGGED_META,
+    UNSENT_META,
+    decode,
+    note_text,
+)
 from panels.host.inboxes import bus_counts
 from panels.host.instances import prepare_panel
 from panels.host.outbox import publish
@@ -190,6 +196,13 @@ async def _claim_and_run(runner: PanelRunner, session: Session, tickets: Tickets
     to the panel (followup.py) runs first, alone."""
     host, spec = runner.host, runner.spec
     limits = claim_limits(spec.batch, runner.send_limits.limits.per_turn)
+    if await session.store.get_meta(UNLOGGED_META) == "1":
+        # A follow-up turn committed, and the life ended before its event was on disk: it
+        # was the panel's last turn, and it is logged now, as a crash's redelivery is.
+        rows = [r.id for r in await session.store.rows() if r.label == FOLLOW_UP_LABEL]
+        turns = tuple(rows[-1:])  # () when the window has let it go since
+        await host.log.commit(RedeliverySkipped(panel=spec.name, ids=(), turns=turns))
+        await session.store.set_meta(UNLOGGED_META, "")
     owed = decode(await session.store.get_meta(UNSENT_META))
     if owed is not None:
         # Sends a committed turn could not make: a turn of their own, consuming no message,

@@ -48,7 +48,7 @@ import anyio
 
 from panels.host.checkpoints import before_turn
 from panels.host.delivery import TurnInput, operator_route
-from panels.host.followup import FOLLOW_UP_LABEL, UNSENT_META
+from panels.host.followup import FOLLOW_UP_LABEL, UNLOGGED_META, UNSENT_META
 from panels.host.outbox import publish
 from panels.host.panel import PanelRunner
 from panels.host.poison import Verdict, judge
@@ -127,7 +127,7 @@ async def run_turn(
                     turn_input.text,
                     consumed_ids=turn_input.consumed_ids,
                     source=bus.identity,
-                    notes={UNSENT_META: ""} if follow_up else None,
+                    notes={UNSENT_META: "", UNLOGGED_META: "1"} if follow_up else None,
                     label=FOLLOW_UP_LABEL if follow_up else "",
                 )
                 async with aclosing(events) as stream:
@@ -135,6 +135,8 @@ async def run_turn(
                         observe(runner, turn, event)
                         if isinstance(event, TurnCommitted):
                             await log.commit()  # on disk before the ack
+                            if follow_up:
+                                await session.store.set_meta(UNLOGGED_META, "")
                 outcome = "done"
             except DriverError as exc:
                 error, outcome, failed = exc, "failed", True

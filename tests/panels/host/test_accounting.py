@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from panels.host.delivery import OPERATOR, operator_route
+from panels.host.followup import FOLLOW_UP_LABEL, UNLOGGED_META
 from panels.host.sendlimit import SendLimits
 from peerbus import Claim, Outgoing, SettleResult
 from runtime.driver import DriverEvent, TextDelta, ToolCall, TurnRequest
@@ -75,6 +76,7 @@ async def test_sends_a_turn_could_not_make_are_owed_to_it_in_a_follow_up_turn(
     assert events.of("delivery", "a")[1].ids == ()  # the follow-up consumes no message
     with store_of(team, "a") as store:
         assert not store.get_meta("unsent_sends"), "the follow-up's commit settles what was owed"
+        assert store.get_meta(UNLOGGED_META) == "", "its event is on disk: the mark is cleared"
 
 
 class SendsThenRaises:
@@ -145,3 +147,23 @@ async def test_a_redelivery_notes_only_the_acks_the_bus_made(
         assert len(drivers["a"].requests) == 1
     with store_of(team, "a") as store:
         assert store.unacked(source) == [lost]
+
+
+async def test_a_follow_up_turn_whose_event_died_with_its_life_is_logged_by_the_next(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    # A follow-up consumes no message: after a kill between its commit and its event, nothing
+    # is redelivered, so the mark its commit left makes the next life log it.
+    team = make_team(tmp_path, panels("a") + "paused = true\n" + panels("b"))
+    async with start_host(team, {"a": [reply("next")], "b": []}) as (host, events, _):
+        with store_of(team, "a") as store:
+            text = {"type": "text", "text": "sends not made"}
+            [row] = store.append([NewRow("user", (text,), 3, label=FOLLOW_UP_LABEL)])
+            store.set_meta(UNLOGGED_META, "1")
+        await host.services.bus.submit("b", "a", {"text": "then this"})
+        await host.panels["a"].resume(by=OPERATOR)
+        [logged] = await events.wait("redelivery_skipped", "a")
+        await events.wait("turn_ended", "a")  # the mark was dealt with before this claim
+    assert (logged.ids, logged.turns) == ((), (row,))
+    with store_of(team, "a") as store:
+        assert store.get_meta(UNLOGGED_META) == "", "logged once: the mark is cleared"
