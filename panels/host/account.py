@@ -106,6 +106,8 @@ def line(event: ev.HostEvent) -> str | None:
             )
         case ev.ApprovalAnswered():
             return f"{who} approval {event.request}: {clean(event.answer, 40)}"
+        case ev.RedeliverySkipped() if not event.ids:  # a follow-up turn's, logged late
+            return f"{who} turn of row(s) {ids(event.turns)} committed before its host stopped"
         case ev.RedeliverySkipped():
             turns = f" by the turn(s) of row(s) {ids(event.turns)}" if event.turns else ""
             return f"{who} redelivery skipped (already processed{turns}): {ids(event.ids)}"

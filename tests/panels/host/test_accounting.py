@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from panels.host.account import line
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.followup import FOLLOW_UP_LABEL, UNLOGGED_META
 from panels.host.sendlimit import SendLimits
@@ -165,5 +166,6 @@ async def test_a_follow_up_turn_whose_event_died_with_its_life_is_logged_by_the_
         [logged] = await events.wait("redelivery_skipped", "a")
         await events.wait("turn_ended", "a")  # the mark was dealt with before this claim
     assert (logged.ids, logged.turns) == ((), (row,))
+    assert line(logged) == f"a turn of row(s) {row} committed before its host stopped"
     with store_of(team, "a") as store:
         assert store.get_meta(UNLOGGED_META) == "", "logged once: the mark is cleared"
