@@ -15,12 +15,11 @@ import pytest
 from runtime.driver import ToolCallRequest
 from runtime.guard.lane import (
     DEFAULT_READABLE,
-    LaneVerdict,
     lane_read_refusal,
     lane_verdict,
     tool_listed,
 )
-from runtime.lane import Lane, split_front_matter
+from tests.runtime.lane.lane_kit import call, lane_of, refusal, verdict
 
 
 @pytest.fixture
@@ -29,25 +28,6 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "outside").mkdir()
     (tmp_path / "home").mkdir()
     return tmp_path / "work"
-
-
-def lane_of(text: str) -> Lane:
-    lane, _ = split_front_matter(f"---\n{text}\n---\n", "role.md")
-    assert lane is not None
-    return lane
-
-
-def call(name: str, **args: object) -> ToolCallRequest:
-    return ToolCallRequest("t1", name, dict(args))
-
-
-def verdict(lane: Lane, c: ToolCallRequest, work: Path, **kw: object) -> LaneVerdict | None:
-    return lane_verdict(lane, c, work, home=work.parent / "home", **kw)  # type: ignore[arg-type]
-
-
-def refusal(v: LaneVerdict | None) -> str:
-    assert v is not None and v.action == "deny", v
-    return v.message
 
 
 def test_the_call_cap_refuses_only_past_its_limit(work: Path) -> None:

@@ -14,9 +14,10 @@ import pytest
 
 from runtime.driver import ToolCallRequest
 from runtime.guard.lane import LaneVerdict, bash_writes, lane_verdict
-from runtime.lane import Lane, split_front_matter
+from runtime.lane import Lane
 from runtime.policy.limits import MAX_COMMAND_LENGTH
 from runtime.policy.shell import Script, parse_command
+from tests.runtime.lane.lane_kit import lane_of, refusal
 
 
 @pytest.fixture
@@ -27,20 +28,9 @@ def work(tmp_path: Path) -> Path:
     return tmp_path / "work"
 
 
-def lane_of(text: str) -> Lane:
-    lane, _ = split_front_matter(f"---\n{text}\n---\n", "role.md")
-    assert lane is not None
-    return lane
-
-
 def bash(lane: Lane, command: object, work: Path) -> LaneVerdict | None:
     call = ToolCallRequest("t1", "Bash", {"command": command})
     return lane_verdict(lane, call, work, home=work.parent / "home")
-
-
-def refusal(verdict: LaneVerdict | None) -> str:
-    assert verdict is not None and verdict.action == "deny", verdict
-    return verdict.message
 
 
 def writes_of(command: str) -> list[tuple[str, bool]]:

@@ -14,13 +14,13 @@ import pytest
 
 from runtime.driver import Decision, ToolCallRequest
 from runtime.guard.guard import Guard, GuardSettings
-from runtime.guard.lane import LaneVerdict, lane_verdict
-from runtime.lane import Lane, split_front_matter
+from runtime.guard.lane import lane_verdict
 from runtime.policy.approver import HeadlessAsker, PolicyApprover
 from runtime.policy.context import PolicyContext
 from runtime.policy.patterns import compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState
 from runtime.policy.rules import RuleSet
+from tests.runtime.lane.lane_kit import call, lane_of, refusal, verdict
 
 
 @pytest.fixture
@@ -30,25 +30,6 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "work" / "link").symlink_to(tmp_path / "outside")
     (tmp_path / "work" / "src" / "escape.py").symlink_to(tmp_path / "outside" / "x.py")
     return tmp_path / "work"
-
-
-def lane_of(text: str, source: str = "role.md") -> Lane:
-    lane, _ = split_front_matter(f"---\n{text}\n---\n", source)
-    assert lane is not None
-    return lane
-
-
-def call(name: str, **args: object) -> ToolCallRequest:
-    return ToolCallRequest("t1", name, dict(args))
-
-
-def verdict(lane: Lane, c: ToolCallRequest, work: Path, **kw: object) -> LaneVerdict | None:
-    return lane_verdict(lane, c, work, home=work.parent / "home", **kw)  # type: ignore[arg-type]
-
-
-def denied(v: LaneVerdict | None) -> str:
-    assert v is not None and v.action == "deny", v
-    return v.message
 
 
 WRITABLE = lane_of('writable: ["src/**", "notes.md", "/tmp-abs-only/*.log"]')
@@ -78,12 +59,12 @@ def test_a_write_inside_writable_is_left_to_the_policy(work: Path, path: str) ->
     ],
 )
 def test_a_write_outside_writable_is_denied_naming_the_rule(work: Path, path: str) -> None:
-    message = denied(verdict(WRITABLE, call("Write", file_path=path, content="x"), work))
+    message = refusal(verdict(WRITABLE, call("Write", file_path=path, content="x"), work))
     assert "lane" in message and "role.md" in message
 
 
 def test_the_denial_names_the_resolved_path_and_the_globs(work: Path) -> None:
-    message = denied(verdict(WRITABLE, call("Edit", file_path="link/x.txt"), work))
+    message = refusal(verdict(WRITABLE, call("Edit", file_path="link/x.txt"), work))
     outside = os.path.realpath(work.parent / "outside")
     assert message.startswith(f"{outside}/x.txt is outside this panel's lane (writable: src/**")
 
@@ -91,8 +72,8 @@ def test_the_denial_names_the_resolved_path_and_the_globs(work: Path) -> None:
 def test_absolute_globs_are_allowed(work: Path, tmp_path: Path) -> None:
     lane = lane_of(f'writable: ["{tmp_path}/outside/*.log"]')
     assert verdict(lane, call("Write", file_path="../outside/a.log"), work) is None
-    denied(verdict(lane, call("Write", file_path="../outside/a.txt"), work))
-    denied(verdict(lane, call("Write", file_path="../outside/sub/a.log"), work))
+    refusal(verdict(lane, call("Write", file_path="../outside/a.txt"), work))
+    refusal(verdict(lane, call("Write", file_path="../outside/sub/a.log"), work))
 
 
 def test_no_writable_key_leaves_writes_alone(work: Path) -> None:
@@ -119,8 +100,8 @@ def test_no_writable_key_leaves_writes_alone(work: Path) -> None:
         "ln -s /etc/passwd ../passwd-link",
     ],
 )
-def test_bash_writes_outside_writable_are_denied(work: Path, command: str) -> None:
-    message = denied(verdict(WRITABLE, call("Bash", command=command), work))
+def test_bash_writes_outside_writable_are_refusal(work: Path, command: str) -> None:
+    message = refusal(verdict(WRITABLE, call("Bash", command=command), work))
     assert "outside this panel's lane (writable:" in message
 
 
@@ -173,8 +154,8 @@ def test_reads_inside_the_working_directory_pass(
         ("NotebookRead", {"notebook_path": "../n.ipynb"}),
     ],
 )
-def test_reads_outside_readable_are_denied(work: Path, tool: str, args: dict[str, str]) -> None:
-    assert "readable" in denied(verdict(READ_LANE, call(tool, **args), work))
+def test_reads_outside_readable_are_refusal(work: Path, tool: str, args: dict[str, str]) -> None:
+    assert "readable" in refusal(verdict(READ_LANE, call(tool, **args), work))
 
 
 def test_without_readable_the_home_directory_is_readable_too(work: Path, tmp_path: Path) -> None:
@@ -183,14 +164,14 @@ def test_without_readable_the_home_directory_is_readable_too(work: Path, tmp_pat
         lane_verdict(READ_LANE, call("Read", file_path="../outside/notes"), work, home=home) is None
     )
     assert lane_verdict(READ_LANE, call("Read", file_path="~/notes"), work, home=home) is None
-    denied(lane_verdict(READ_LANE, call("Read", file_path="/etc/hostname"), work, home=home))
+    refusal(lane_verdict(READ_LANE, call("Read", file_path="/etc/hostname"), work, home=home))
 
 
 def test_readable_globs_widen_and_narrow_reads(work: Path, tmp_path: Path) -> None:
     lane = lane_of(f'readable: ["src/**", "{tmp_path}/outside/**"]')
     assert verdict(lane, call("Read", file_path="../outside/doc"), work) is None
     assert verdict(lane, call("Read", file_path="src/a.py"), work) is None
-    denied(verdict(lane, call("Read", file_path="README.md"), work))
+    refusal(verdict(lane, call("Read", file_path="README.md"), work))
 
 
 def test_tools_entries_match_exactly_by_glob_and_by_short_name(work: Path) -> None:
@@ -199,13 +180,13 @@ def test_tools_entries_match_exactly_by_glob_and_by_short_name(work: Path) -> No
         got = verdict(lane, call(name, file_path="src/a", notebook_path="a.ipynb"), work)
         assert got is None, name
     for name in ("Write", "Bash", "mcp__other__write_memory", "read"):
-        assert "is not one of this panel's tools" in denied(verdict(lane, call(name), work))
+        assert "is not one of this panel's tools" in refusal(verdict(lane, call(name), work))
 
 
 def test_max_turn_tool_calls_refuses_the_call_after_the_nth(work: Path) -> None:
     lane = lane_of("max_turn_tool_calls: 2")
     assert verdict(lane, call("Read", file_path="a"), work, turn_calls=2) is None
-    message = denied(verdict(lane, call("Read", file_path="a"), work, turn_calls=3))
+    message = refusal(verdict(lane, call("Read", file_path="a"), work, turn_calls=3))
     assert "at most 2 tool calls" in message
 
 
@@ -217,12 +198,12 @@ def recipients(c: ToolCallRequest) -> tuple[str, ...] | None:
 def test_recipients_outside_the_list_are_refused(work: Path) -> None:
     lane = lane_of("recipients: [reviewer]")
     assert verdict(lane, call("send", to="reviewer"), work, recipients_of=recipients) is None
-    message = denied(verdict(lane, call("send", to="ops"), work, recipients_of=recipients))
+    message = refusal(verdict(lane, call("send", to="ops"), work, recipients_of=recipients))
     assert "this panel may message only: reviewer" in message and "'ops'" in message
-    broadcast = denied(verdict(lane, call("send", to="*"), work, recipients_of=recipients))
+    broadcast = refusal(verdict(lane, call("send", to="*"), work, recipients_of=recipients))
     assert "broadcast" in broadcast
     nobody = lane_of("recipients: []")
-    assert "no one" in denied(verdict(nobody, call("send", to="reviewer"), work,
+    assert "no one" in refusal(verdict(nobody, call("send", to="reviewer"), work,
                                       recipients_of=recipients))  # fmt: skip
     everyone = lane_of("recipients: ['*']")
     assert verdict(everyone, call("send", to="*"), work, recipients_of=recipients) is None
@@ -250,25 +231,25 @@ def test_commands_every_segment_of_which_matches_are_left_to_the_policy(
     ],
 )
 def test_commands_not_wholly_covered_are_refused(work: Path, command: str, says: str) -> None:
-    message = denied(verdict(COMMANDS, call("Bash", command=command), work))
+    message = refusal(verdict(COMMANDS, call("Bash", command=command), work))
     assert says in message and "role.md" in message
 
 
 def test_an_empty_commands_list_refuses_every_command(work: Path) -> None:
     lane = lane_of("commands: []")
-    assert "lane commands (none" in denied(verdict(lane, call("Bash", command="ls"), work))
+    assert "lane commands (none" in refusal(verdict(lane, call("Bash", command="ls"), work))
     assert verdict(lane_of("writable: ['src/**']"), call("Bash", command="ls"), work) is None
 
 
 def test_relative_writes_after_cd_are_judged_from_every_directory(work: Path) -> None:
     # The parser keeps no `&&` from `;`: as the policy does, a relative path after `cd` is
     # judged from each directory the command may be in, so `touch src/new.py` is the way.
-    denied(verdict(WRITABLE, call("Bash", command="cd src && touch new.py"), work))
+    refusal(verdict(WRITABLE, call("Bash", command="cd src && touch new.py"), work))
 
 
 def test_a_pattern_never_allows_a_write_outside_writable(work: Path) -> None:
     lane = lane_of("writable: ['src/**']\ncommands: ['echo .*']")
-    denied(verdict(lane, call("Bash", command="echo x > ../f"), work))
+    refusal(verdict(lane, call("Bash", command="echo x > ../f"), work))
 
 
 # -- through the guard ---------------------------------------------------------------------------
