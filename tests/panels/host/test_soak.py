@@ -1,4 +1,4 @@
-"""The crash soak (bench/soak.py): a real host killed with SIGKILL 20 times, then checked.
+"""The crash soak (bench/soak.py): a real host killed with SIGKILL 12 times, then checked.
 
 The soak runs as its own process, as a user would run it, and reports one JSON object;
 every invariant count in it must be 0. Kills and lives are checked too, so a soak that
@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-KILLS = 20
-MESSAGES = 60
+# 12 kills keep the suite within its time (the 20 of before took 60-80 s); `bench/soak.py`
+# runs the hundreds.
+KILLS = 12
+MESSAGES = 40
 
 
 def failures(result: dict[str, Any]) -> str:
@@ -31,7 +33,7 @@ def failures(result: dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
-def test_a_host_killed_twenty_times_delivers_each_message_exactly_once() -> None:
+def test_a_host_killed_twelve_times_delivers_each_message_exactly_once() -> None:
     # No --deadline: the soak's own scales with the kills and messages (192 s here), so a
     # machine with both cores busy is slow, not failed.
     command = [sys.executable, "bench/soak.py", "--kills", str(KILLS), "--messages",
