@@ -15,12 +15,20 @@ One host's turns share the stand-ins: they are made when the first turn starts a
 when the last one ends, if still empty. Removing one sooner would lift the bind inside a
 sandbox still running (the kernel detaches mounts on a removed path). A host killed in a turn
 leaves them; the next turn adopts them and removes them when it ends.
+
+Other processes may share a root too (two hosts on one working directory, solo mode beside a
+team): each holds a shared `flock` on every stand-in it uses, and removes one only when it
+can take the lock exclusively, so no process pulls a stand-in from under another's sandbox.
+A stand-in removed between a process finding it and locking it is found out (its inode no
+longer has the name) and made again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -35,7 +43,7 @@ class Placeholders:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._turns = 0
-        self._made: set[Path] = set()
+        self._made: dict[Path, int] = {}  # each stand-in and the fd holding its shared lock
 
     @contextlib.contextmanager
     def held(self, roots: Sequence[Path]) -> Iterator[None]:
@@ -44,7 +52,9 @@ class Placeholders:
             self._turns += 1
             for root in roots:
                 refuse_commondir(root)
-                self._made.update(_make(root))
+                for path in _make(root):
+                    if path not in self._made and (fd := _share(path)) is not None:
+                        self._made[path] = fd
         try:
             yield
         finally:
@@ -53,8 +63,8 @@ class Placeholders:
             with self._lock:
                 self._turns -= 1
                 if self._turns == 0:
-                    for path in self._made:
-                        _remove_if_empty(path)
+                    for path, fd in self._made.items():
+                        _release(path, fd)
                     self._made.clear()
 
 
@@ -75,6 +85,49 @@ def _make(root: Path) -> list[Path]:
         else:
             made.append(path)
     return made
+
+
+def _share(path: Path) -> int | None:
+    """A shared lock on the stand-in at `path`, made again if another process removed it
+    before the lock was held; the fd holding the lock (None: it could not be held)."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            _make_one(path)
+            continue
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # removed (and perhaps made again) while we locked it: once more
+        _make_one(path)
+    return None
+
+
+def _release(path: Path, fd: int) -> None:
+    """Remove the stand-in if no other process holds it, then let go of it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass  # another process's sandbox still covers it: that process removes it
+    else:
+        _remove_if_empty(path)
+    finally:
+        os.close(fd)
+
+
+def _make_one(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.name in DIRS:
+            path.mkdir()
+        else:
+            path.touch(exist_ok=False)
 
 
 def _is_empty(path: Path) -> bool:
