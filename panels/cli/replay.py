@@ -159,7 +159,8 @@ def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str])
 def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
     """The plan as a person reads it, then what was written (or that nothing was)."""
     lines = [
-        f"replay read {plan.read} notes from the last {plan.days} days "
+        f"replay read {plan.read} note{'' if plan.read == 1 else 's'} "
+        f"from the last {plan.days} days "
         f"(threshold {plan.threshold}, {plan.pages} wiki pages compared): "
         f"{plan.read - len(plan.duplicates)} kept, {len(plan.duplicates)} to archive, "
         f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'} "
