@@ -3,8 +3,9 @@
 Replay archives near-duplicates itself (`mnemara replay --apply`); these commands do the same
 by hand, for a note that is out of date, and undo either. Nothing is deleted: an archived
 note's block is copied to `memory/archive/<day>.md`, the ledger `memory/archive/archived.jsonl`
-says it is archived, and search and replay leave it out until it is restored. Both commands
-hold the instance's lease, so they refuse an instance a running host is using.
+says it is archived, and search and replay leave it out until it is restored. The search
+index and the graph follow in the same step (runtime/memory/archiving.py). Both commands hold
+the instance's lease, so they refuse an instance a running host is using.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Annotated
 import typer
 
 from panels.cli.errors import EXIT_USAGE, fail, reports_errors
-from panels.cli.instances import hold_instance
 from panels.cli.options import InstanceOpt
 
 SourcesArg = Annotated[
@@ -36,26 +36,26 @@ def archive(
     ] = "archived by hand",
 ) -> None:
     """Set notes aside: search and replay leave them out until `mnemara memory restore`."""
-    from runtime.home import InstancePaths
-    from runtime.memory.notes import FileNotes
+    from panels.cli.memory import opened
+    from runtime.memory.archiving import archive_notes
 
     wanted = list(dict.fromkeys(sources or []))
     if not wanted:
         raise fail("name the notes to archive (SOURCE); search prints them", EXIT_USAGE)
-    paths = InstancePaths.for_name(instance).require()
-    with hold_instance(paths, "memory archive", "archive notes in it"):
-        notes = FileNotes(paths.memory)
-        archived = set(notes.archived())
-        present = {atom.source for atom in notes.atoms()}
+    with opened(instance, ("memory archive", "archive notes in it")) as (_, memory):
+        archived = set(memory.notes.archived())
+        present = {atom.source for atom in memory.notes.atoms()}
         unknown = [s for s in wanted if s not in present and s not in archived]
         if unknown:
             raise fail(
                 f"no note {unknown[0]} in {instance}; search prints notes' sources", EXIT_USAGE
             )
-        done = notes.archive(wanted, reason)
+        settled = archive_notes(memory, wanted, reason)
     for source in wanted:
-        state = "archived" if source in done else "already archived"
+        state = "archived" if source in settled.sources else "already archived"
         typer.echo(f"{state}: {source}")
+    for line in settled.lines():
+        typer.echo(line)
     typer.echo(f"undo with: mnemara memory restore -i {instance} {' '.join(wanted)}")
 
 
@@ -82,12 +82,11 @@ def restore(instance: InstanceOpt, sources: SourcesArg = None) -> None:
         )
         return
     from panels.cli.memory import opened
-    from runtime.memory.memory import sync_index
+    from runtime.memory.archiving import restore_notes
     from runtime.memory.progress import progress_bar
 
     with opened(instance, ("memory restore", "restore notes in it")) as (_, memory):
-        notes = FileNotes(paths.memory)
-        now_archived = set(notes.archived())
+        now_archived = set(memory.notes.archived())
         unknown = [s for s in wanted if s not in now_archived]
         if unknown:
             raise fail(
@@ -95,12 +94,12 @@ def restore(instance: InstanceOpt, sources: SourcesArg = None) -> None:
                 f"{instance}` lists what is",
                 EXIT_USAGE,
             )
-        notes.restore(wanted)
-        for source in wanted:
-            typer.echo(f"restored: {source}")
-        if memory.config.rag_enabled:  # an index sync since the archive dropped their rows
-            bar = progress_bar(0, "indexing")
-            try:
-                typer.echo(f"search index: {sync_index(memory, bar)}")
-            finally:
-                bar.close()
+        bar = progress_bar(0, "indexing")
+        try:
+            settled = restore_notes(memory, wanted, bar)
+        finally:
+            bar.close()
+    for source in settled.sources:
+        typer.echo(f"restored: {source}")
+    for line in settled.lines():
+        typer.echo(line)

@@ -13,6 +13,8 @@ from panels.cli.instances import hold_instance
 from panels.cli.options import InstanceOpt
 
 if TYPE_CHECKING:
+    from runtime.config import InstanceConfig
+    from runtime.home import InstancePaths
     from runtime.memory.protocols import GraphStore
     from runtime.memory.replay import ReplayPlan
     from runtime.memory.replay_write import ReplayResult
@@ -108,12 +110,24 @@ def replay(
             if graph is not None:
                 graph.close()
         result = apply_replay(plan, notes, paths) if apply else None
+        settled = settle(paths, config, result.archived) if result is not None else []
     remarks = list(policy.problems)
     if as_json:
-        typer.echo(json.dumps(plan_json(plan, result, remarks), indent=2))
+        typer.echo(json.dumps({**plan_json(plan, result, remarks), "settled": settled}, indent=2))
         return
-    for line in describe(plan, result, remarks):
+    for line in [*describe(plan, result, remarks), *(f"  {line}" for line in settled)]:
         typer.echo(line)
+
+
+def settle(paths: InstancePaths, config: InstanceConfig, archived: tuple[str, ...]) -> list[str]:
+    """The index and the graph follow the archive in the same step (runtime/memory/archiving)."""
+    if not archived:
+        return []
+    from runtime.memory import open_memory
+    from runtime.memory.archiving import settle_archived
+
+    with open_memory(paths, config) as memory:
+        return settle_archived(memory, archived, "replay: near-duplicate").lines()
 
 
 def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> dict[str, Any]:

@@ -65,3 +65,65 @@ def test_help_says_how_to_undo() -> None:
         assert code == 0 and "SOURCE..." in out and "SOURCE......" not in out
     replay_help = runner.invoke(app, ["replay", "-h"]).stdout
     assert "mnemara memory restore" in replay_help and "reconcile" in replay_help
+
+
+def memory_entry(instance: InstancePaths, source: str) -> dict[str, object]:
+    from runtime.memory.graph import open_graph
+
+    graph = open_graph(instance.graph, read_only=True)
+    try:
+        [node] = graph.match("memory_entry", {"source_path": source}, limit=5)
+        return node.properties
+    finally:
+        graph.close()
+
+
+def test_replay_apply_brings_the_index_and_the_graph_along_and_restore_undoes_both(
+    instance: InstancePaths,
+) -> None:
+    from runtime.config import load_config
+    from runtime.memory import open_memory
+
+    texts = [
+        "The API gateway rate limit is 500 requests per minute per client.",
+        "The API gateway rate limit is 500 requests per minute for each client.",
+        "The build host's disk fills up with old logs.",
+    ]
+    with open_memory(instance, load_config(instance.config)) as memory:
+        written = [memory.remember(text) for text in texts]
+    assert all(w.indexed and w.linked for w in written)
+    query = "API gateway rate limit per client"
+    before = mnemara("search", query, "-i", "t1", "-k", "3")[1]
+    assert all(w.atom.source in before for w in written[:2])
+
+    result = runner.invoke(app, ["replay", "-i", "t1", "--apply"])
+    assert result.exit_code == 0, result.output
+    [drop] = FileNotes(instance.memory).archived()
+    assert "search index: 1 removed" in result.stdout
+    assert "graph: 1 note node updated" in result.stdout
+    assert drop not in mnemara("search", query, "-i", "t1", "-k", "3")[1]  # no `memory index`
+    marked = memory_entry(instance, drop)
+    assert str(marked["archived_reason"]) == "replay: near-duplicate" and marked["archived"]
+
+    again = runner.invoke(app, ["replay", "-i", "t1", "--apply"])
+    assert again.exit_code == 0 and "archived 0 notes" in again.stdout
+    assert "search index:" not in again.stdout and "graph:" not in again.stdout
+
+    code, out, _ = mnemara("restore", "-i", "t1", drop)
+    assert code == 0 and "search index: 1 added" in out and "graph: 1 note node updated" in out
+    assert "archived" not in memory_entry(instance, drop)
+    assert drop in mnemara("search", query, "-i", "t1", "-k", "3")[1]
+
+
+def test_archive_by_hand_marks_the_graph_and_leaves_the_index(instance: InstancePaths) -> None:
+    from runtime.config import load_config
+    from runtime.memory import open_memory
+
+    with open_memory(instance, load_config(instance.config)) as memory:
+        note = memory.remember("The catalog cluster costs $300 a month in us-east-1.").atom
+    code, out, _ = mnemara("archive", "-i", "t1", note.source, "--reason", "moved to wiki")
+    assert code == 0
+    assert "search index: 1 removed" in out and "graph: 1 note node updated" in out
+    assert memory_entry(instance, note.source)["archived_reason"] == "moved to wiki"
+    code, out, _ = mnemara("archive", "-i", "t1", note.source)
+    assert code == 0 and f"already archived: {note.source}" in out and "graph:" not in out
