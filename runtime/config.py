@@ -21,6 +21,9 @@ from runtime.jsonload import load_json
 
 ToolMode = Literal["allow", "ask", "deny"]
 GraphEngine = Literal["ladybug", "kuzu"]
+# How memory search ranks (runtime/memory/fulltext.py): by meaning and by the query's exact
+# words, fused ("hybrid"), or by meaning only ("vector").
+SearchMode = Literal["hybrid", "vector"]
 BUILTIN_EMBED_MODEL = "all-MiniLM-L6-v2"
 # The original's defaults: a config that still carries both means "Ollama, as before".
 ORIGINAL_EMBED_URL = "http://localhost:11434/api/embeddings"
@@ -109,6 +112,9 @@ class InstanceConfig(BaseModel):
     rag_embed_model: str = BUILTIN_EMBED_MODEL
     rag_auto_index_memory: bool = True
     rag_auto_index_wiki: bool = True
+    # "hybrid" also finds ids, numbers, versions and names by their words (a small embedding
+    # model blurs them); "vector" searches by meaning only, as before.
+    rag_search_mode: SearchMode = "hybrid"
     graph_enabled: bool = True
     # ladybug is the maintained fork of Kuzu; "kuzu" opens an original instance's graph.
     graph_engine: GraphEngine = "ladybug"

@@ -15,7 +15,17 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.config import SearchMode
 from runtime.errors import MemoryStoreError
+from runtime.memory.fulltext import (
+    Candidate,
+    check_mode,
+    cosine_distance,
+    fuse,
+    pool_size,
+    query_words,
+    rank_by_words,
+)
 from runtime.memory.model import Atom, GraphNode, Hit, Provenance, QueryResult
 from runtime.memory.notes import parse_day, render_block, written_at
 from runtime.memory.protocols import Progress, WikiMode
@@ -135,19 +145,35 @@ class FakeIndex:
         return len(gone)
 
     def search(
-        self, query: str, k: int = 5, *, kind: str | None = None, include_quarantined: bool = False
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        kind: str | None = None,
+        include_quarantined: bool = False,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
+        check_mode(mode)
         (probe,) = self.embedder.embed([query])
-        hits = []
+        wanted = max(1, min(k, 100))
+        near = []
         for source, (atom, vector) in self.rows.items():
             if kind is not None and atom.kind != kind:
                 continue
             if source in self.quarantined and not include_quarantined:
                 continue
-            distance = 1.0 - sum(a * b for a, b in zip(probe, vector, strict=True))
-            hits.append(Hit(source, atom.kind, atom.text, atom.category, distance))
-        hits.sort(key=lambda hit: (hit.distance, hit.source))
-        return hits[: max(1, min(k, 100))]
+            distance = cosine_distance(probe, vector)
+            near.append(Candidate(source, atom.kind, atom.text, atom.category, distance))
+        near.sort(key=lambda hit: (hit.distance, hit.source))
+        words = query_words(query) if mode == "hybrid" else []
+        if not words:
+            return [Hit(c.source, c.kind, c.text, c.category, c.distance) for c in near[:wanted]]
+        # The word side sees the same filtered atoms as the vector side.
+        by_source = {candidate.source: candidate for candidate in near}
+        ranked = rank_by_words({c.source: c.text for c in near}, words)
+        by_words = [(by_source[source], score) for source, score in ranked]
+        pool = pool_size(wanted)
+        return fuse(near[:pool], by_words[:pool], words, wanted)
 
     def digests(self) -> dict[str, str]:
         return {source: atom.digest() for source, (atom, _) in self.rows.items()}

@@ -6,6 +6,10 @@ opened or dropped here; migration decides what to do with it.
 
 Filters are built with LanceDB's typed expressions (`lancedb.expr.col`/`lit`), never by
 pasting text into SQL: a source or kind is a literal value whatever characters it holds.
+
+A full-text index on `text` answers hybrid search's words (fulltext.py); a writer builds it
+with the table or on opening an older one. Rows it lacks (a reader's older table, new rows)
+LanceDB searches flat.
 """
 
 from __future__ import annotations
@@ -17,7 +21,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from runtime.config import SearchMode
 from runtime.errors import EngineUnavailableError
+from runtime.memory.fulltext import (
+    Candidate,
+    check_mode,
+    fuse,
+    index_on,
+    index_words,
+    keep_words_indexed,
+    match_words,
+    pool_size,
+    query_words,
+)
 from runtime.memory.model import Atom, Hit
 from runtime.memory.protocols import Embedder, Progress
 
@@ -37,10 +53,13 @@ MAX_K = 100
 class LanceIndex:
     """A `VectorIndex` over one LanceDB table; see `open_lance_index`."""
 
-    def __init__(self, root: Path, embedder: Embedder, db: Any, ann_threshold: int) -> None:
+    def __init__(
+        self, root: Path, embedder: Embedder, db: Any, ann_threshold: int, writable: bool = True
+    ) -> None:
         self.root = root
         self.embedder = embedder
         self.ann_threshold = ann_threshold
+        self.writable = writable  # readers build no index on open
         self._db = db
         self._table: Any = None  # None until the first write when the dims are not yet known
 
@@ -75,17 +94,29 @@ class LanceIndex:
         return int(result.num_deleted_rows)
 
     def search(
-        self, query: str, k: int = 5, *, kind: str | None = None, include_quarantined: bool = False
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        kind: str | None = None,
+        include_quarantined: bool = False,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
+        check_mode(mode)
         if self._table is None:
             return []
         (vector,) = self.embedder.embed([query])
+        wanted = max(1, min(k, MAX_K))
+        words = query_words(query) if mode == "hybrid" else []
+        where = _where(kind, include_quarantined)
         with self._guard():
-            found = self._nearest(vector, max(1, min(k, MAX_K)), kind, include_quarantined)
-        return [
-            Hit(row["source"], row["kind"], row["text"], row["category"], row["_distance"])
-            for row in found
-        ]
+            if not words:  # vector mode, or a query of stop words and punctuation only
+                near = self._nearest(vector, wanted, where)
+                return [Hit(c.source, c.kind, c.text, c.category, c.distance) for c in near]
+            pool = pool_size(wanted)
+            near = self._nearest(vector, pool, where)
+            by_words = match_words(self._table, words, vector, pool, where)
+        return fuse(near, by_words, words, wanted)
 
     def digests(self) -> dict[str, str]:
         if self._table is None:
@@ -116,11 +147,12 @@ class LanceIndex:
 
     # -- beyond the protocol -------------------------------------------------------------
 
-    def has_ann_index(self) -> bool:
+    def indexed(self) -> set[str]:
+        """The columns with an index: "vector" (ANN, past the threshold), "text" (words)."""
         if self._table is None:
-            return False
+            return set()
         with self._guard():
-            return bool(list(self._table.list_indices()))
+            return {column for index in self._table.list_indices() for column in index.columns}
 
     def ann_trained_rows(self) -> int:
         """The row count the ANN index was last trained at (0 when there is none)."""
@@ -151,35 +183,30 @@ class LanceIndex:
             .execute(data)
         )
 
-    def _nearest(
-        self, vector: list[float], k: int, kind: str | None, include_quarantined: bool
-    ) -> list[dict[str, Any]]:
-        from lancedb.expr import col
-
+    def _nearest(self, vector: list[float], k: int, where: Any) -> list[Candidate]:
         query = self._table.search(vector, vector_column_name="vector").distance_type("cosine")
-        where = None if include_quarantined else ~_is_quarantined()
-        if kind is not None:
-            by_kind = col("kind") == _literal(kind)
-            where = by_kind if where is None else where & by_kind
         if where is not None:
             query = query.where(where, prefilter=True)
-        columns = ["source", "kind", "text", "category", "_distance"]
-        rows: list[dict[str, Any]] = query.select(columns).limit(k).to_list()
-        return rows
+        rows = query.select(["source", "kind", "text", "category", "_distance"]).limit(k)
+        return [
+            Candidate(row["source"], row["kind"], row["text"], row["category"], row["_distance"])
+            for row in rows.to_list()
+        ]
 
     def _maintain(self) -> None:
         """Build the ANN index past the threshold; fold new rows in, rebuild when it has grown."""
         from lancedb.index import IvfFlat
 
+        keep_words_indexed(self._table)
         rows = int(self._table.count_rows())
-        indices = list(self._table.list_indices())
+        vectors = index_on(self._table, "vector")
         if rows < self.ann_threshold:
             if self._table.stats()["fragment_stats"]["num_small_fragments"] > 64:
                 self._table.optimize(cleanup_older_than=timedelta(hours=1))
             return
         # Retrained when the table has doubled since the last build: the partitions' centroids
         # were fitted to the rows of then. The size of then is kept on the vector column.
-        if not indices or rows >= 2 * self._trained_rows():
+        if vectors is None or rows >= 2 * self._trained_rows():
             # IVF_FLAT keeps exact cosine distances inside the probed partitions, which replay's
             # thresholds rely on; PQ would blur them. sqrt(rows) partitions is the usual choice.
             partitions = max(1, round(math.sqrt(rows)))
@@ -192,7 +219,7 @@ class LanceIndex:
                 {"path": "vector", "metadata": {TRAINED_KEY.decode(): str(rows)}}
             )
             return
-        unindexed = indices[0].num_unindexed_rows
+        unindexed = vectors.num_unindexed_rows
         if unindexed > max(1_000, rows // 10):
             # Folds unindexed rows into the index (without retraining) and compacts fragments.
             self._table.optimize(cleanup_older_than=timedelta(hours=1))
@@ -220,7 +247,9 @@ class LanceIndex:
             ],
             metadata={EMBEDDER_KEY: self.embedder.name.encode(), DIMS_KEY: str(dims).encode()},
         )
-        return self._db.create_table(TABLE, schema=schema)
+        table = self._db.create_table(TABLE, schema=schema)
+        index_words(table)
+        return table
 
     def _open_existing(self) -> None:
         names = self._db.list_tables().tables
@@ -242,6 +271,8 @@ class LanceIndex:
                 path=self.root,
             )
         self._table = table
+        if self.writable:
+            index_words(table)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -280,7 +311,7 @@ def open_lance_index(
     EngineUnavailableError when the directory is unreadable or corrupt, or when the table was
     built with another embedder.
     """
-    index = LanceIndex(root, embedder, None, ann_threshold)
+    index = LanceIndex(root, embedder, None, ann_threshold, writable=create)
     if not create and not (root / f"{TABLE}.lance").is_dir():
         return index  # (and LanceDB, slow to import, is not even loaded)
     import lancedb
@@ -349,6 +380,17 @@ def _among(sources: Sequence[str]) -> Any:
     from lancedb.expr import col
 
     return col("source").isin([_literal(source) for source in dict.fromkeys(sources)])
+
+
+def _where(kind: str | None, include_quarantined: bool) -> Any:
+    """What search may return, as a typed expression (None: every row)."""
+    from lancedb.expr import col
+
+    where = None if include_quarantined else ~_is_quarantined()
+    if kind is not None:
+        by_kind = col("kind") == _literal(kind)
+        where = by_kind if where is None else where & by_kind
+    return where
 
 
 def _is_quarantined() -> Any:

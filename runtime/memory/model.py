@@ -43,20 +43,36 @@ class Atom:
         return hashlib.sha256(f"{self.kind}\0{self.category}\0{self.text}".encode()).hexdigest()
 
 
+MEANING = "meaning"
+
+
 @dataclass(frozen=True)
 class Hit:
-    """A search result. `distance` is LanceDB's cosine distance: 0 same, 1 unrelated, 2 opposite."""
+    """A search result and why it was found.
+
+    `distance` is the cosine distance between the query's vector and the atom's (0 same,
+    1 unrelated, 2 opposite), for every hit, those found only by their words included.
+    `by_meaning` says the vector side of the search found it; `words` are the query's words
+    (as typed) that its text contains, looked for in hybrid search only.
+    """
 
     source: str
     kind: str
     text: str
     category: str
     distance: float
+    by_meaning: bool = True
+    words: tuple[str, ...] = ()
 
     @property
     def score(self) -> float:
         """Cosine similarity, 1 - distance: 1 is the same meaning."""
         return 1.0 - self.distance
+
+    @property
+    def matched(self) -> tuple[str, ...]:
+        """Why it matched, for display: "meaning" first when found by meaning, then the words."""
+        return (MEANING,) * self.by_meaning + self.words
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from runtime.memory.model import Atom, GraphNode, Hit, Provenance, QueryResult
+
+if TYPE_CHECKING:
+    from runtime.config import SearchMode  # (the config's models stay out of `mnemara note`)
 
 # Called as work proceeds: (done, total).
 Progress = Callable[[int, int], None]
@@ -82,7 +85,8 @@ class Embedder(Protocol):
 
 
 class VectorIndex(Protocol):
-    """Semantic search over atoms, keyed by source (an upsert replaces every row of a source)."""
+    """Search over atoms by meaning and by words, keyed by source (an upsert replaces every row
+    of a source; a deleted or replaced text is not found by its old words)."""
 
     def upsert(self, atoms: Sequence[Atom], progress: Progress | None = None) -> int:
         """Index these atoms, replacing earlier rows of the same sources; returns rows written."""
@@ -93,9 +97,20 @@ class VectorIndex(Protocol):
         ...
 
     def search(
-        self, query: str, k: int = 5, *, kind: str | None = None, include_quarantined: bool = False
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        kind: str | None = None,
+        include_quarantined: bool = False,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
-        """The k nearest atoms by cosine distance, nearest first."""
+        """The k best atoms for `query`, best first, each saying why it matched.
+
+        "vector": the nearest by cosine distance, nearest first. "hybrid": those and the
+        atoms holding the query's words (ids, numbers, versions, names), fused by rank
+        (runtime/memory/fulltext.py); every hit still carries its cosine distance.
+        MemoryStoreError for another mode."""
         ...
 
     def digests(self) -> dict[str, str]:

@@ -248,13 +248,13 @@ def test_the_ann_index_is_built_past_the_threshold_and_search_still_finds(tmp_pa
     pool = itertools.combinations(words, 3)
     atoms = [atom(f"manual/{i}", " ".join(next(pool))) for i in range(299)]
     index.upsert(atoms)
-    assert not index.has_ann_index()
+    assert "vector" not in index.indexed()
     index.upsert([atom("manual/last", "w1 w2 w59")])
-    assert index.has_ann_index()
+    assert "vector" in index.indexed()
     assert index.search("w1 w2 w59", k=1)[0].source == "manual/last"
     index.close()
     reopened = open_lance_index(tmp_path / "index", fake_embedder(), ann_threshold=300)
-    assert reopened.has_ann_index() and reopened.count() == 300
+    assert reopened.indexed() == {"vector", "text"} and reopened.count() == 300
     assert reopened.ann_trained_rows() == 300
     more = [atom(f"manual/more-{i}", " ".join(next(pool))) for i in range(299)]
     reopened.upsert(more)
