@@ -267,7 +267,7 @@ def table(corpus: Corpus, scores: Scores) -> list[str]:
 
 # fmt: off
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--notes", type=int, default=240, metavar="N",
                     help="notes in the corpus (default 240)")
     ap.add_argument("--seed", type=int, default=1, help="the corpus's seed (default 1)")
@@ -369,11 +369,13 @@ def measure(corpus: Corpus, args: argparse.Namespace, home: Path, phases: dict[s
     missed += failed
     for line in [*table(corpus, scores), *verdicts]:
         say(line)
+    found = {m: {r.query for r in ranked[m] if r.found_within(K)} for m in modes}
     for mode in modes:
         for r in [r for r in ranked[mode] if not r.found_within(K)][: args.misses]:
             top = corpus.notes[r.found[0]].text if r.found and r.found[0] >= 0 else "(none)"
             why = f" {list(r.matched[0])}" if r.matched and r.matched[0] else ""
-            say(f"  {mode} missed [{r.query.kind}] {r.query.text!r}; first hit{why}: {top!r}")
+            also = "".join(f" ({m} found it)" for m in modes if r.query in found[m])
+            say(f"  {mode} missed [{r.query.kind}] {r.query.text!r}{also}; first hit{why}: {top!r}")
     say(f"phases: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}; {load_text()}")
     say("all targets met" if not missed else f"targets missed: {', '.join(missed)}")
     if args.json:
