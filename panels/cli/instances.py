@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from runtime.home import InstancePaths
     from runtime.lane import Lane
     from runtime.lease import Lease
+    from runtime.memory.protocols import WikiStore
 
 
 def hold_instance(paths: InstancePaths, command: str, action: str) -> Lease:
@@ -222,27 +223,24 @@ def note(
         str, typer.Option("--category", metavar="NAME", help="A category for the note.")
     ] = "note",
 ) -> None:
-    """Append a note to today's memory file (memory/YYYY-MM-DD.md), then index and link it.
+    """Append a note to today's memory file (memory/YYYY-MM-DD.md).
 
-    While a host runs the instance, only the note is written (the host's engines are not
-    raced): `/note` in the running panel, or `mnemara memory index` later, indexes it.
+    It returns at once: the search index and the graph take the note in later, at the next
+    search or `mnemara memory index`, or at the running host's next search.
     """
-    from runtime.config import load_config
     from runtime.home import InstancePaths
-    from runtime.lease import InstanceLeasedError
-    from runtime.memory import open_memory
     from runtime.memory.notes import FileNotes
+    from runtime.memory.pending import Pending, write_record
+    from runtime.store.schema import refuse_original
+
+    def wiki() -> WikiStore:
+        from runtime.memory.wiki import FileWiki
+
+        return FileWiki(paths.wiki)
 
     paths = InstancePaths.for_name(instance).require()
-    config = load_config(paths.config)
-    try:
-        with hold_instance(paths, "note", "index its note"), open_memory(paths, config) as memory:
-            written = memory.remember(" ".join(text), category)
-    except InstanceLeasedError as exc:
-        atom = FileNotes(paths.memory).append(" ".join(text), category)
-        typer.echo(
-            f"noted in {atom.source}; not indexed or linked now: {exc.owner.describe()} holds "
-            "the instance (`mnemara memory index` indexes it later)"
-        )
-        return
-    typer.echo(f"noted in {written.atom.source}{written.summary()}")
+    refuse_original(paths.turns)  # an original mnemara's files change only by `migrate`
+    note, page = write_record(FileNotes(paths.memory), wiki, " ".join(text), category)
+    Pending(paths.memory).add([note.source, *([page.source] if page else [])])
+    also = f" and {page.source}" if page else ""
+    typer.echo(f"noted in {note.source}{also}; searchable after the next search or index")

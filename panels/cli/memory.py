@@ -2,11 +2,13 @@
 
 Commands that write (index, reindex, graph rebuild) hold the instance's lease, so they refuse
 an instance a running host is using. search, the wiki commands and `graph query` only read, and
-write no byte of the instance (not even a lease file): an index that does not exist yet is not
-made, and the graph is opened read-only with either engine, so an original mnemara's Kuzu
-graph stays as it was. LanceDB readers may run beside a writing process (150 searches beside a
-writer's 757 upserts, no error); ladybug opens read-only beside a writer, kuzu refuses while a
-writer holds its file, and the message says so.
+write no byte of the instance (not even a lease file), but for one thing: notes `mnemara note`
+wrote without the engines are indexed and linked first, under the lease, when no host holds
+the instance. An index that does not exist yet is not made by a read, and the graph is opened
+read-only with either engine, so an original mnemara's Kuzu graph stays as it was. LanceDB
+readers may run beside a writing process (150 searches beside a writer's 757 upserts, no
+error); ladybug opens read-only beside a writer, kuzu refuses while a writer holds its file,
+and the message says so.
 
 Text read from memory is untrusted: every hidden character is shown as an escape.
 """
@@ -62,15 +64,30 @@ def opened(
 
     With `lease` (command, action) the instance is leased first and let go last, after the
     engines are closed: a host starting meanwhile never finds the graph's file locked.
-    Without, the command only reads, and the engines are opened so that they write nothing.
+    Without, the command only reads, and the engines are opened so that they write nothing,
+    unless notes written by `mnemara note` wait to be indexed and no host holds the instance.
     """
     from runtime.config import load_config
     from runtime.home import InstancePaths
+    from runtime.lease import InstanceLeasedError
     from runtime.memory import open_memory
+    from runtime.memory.pending import Pending
 
     paths = InstancePaths.for_name(instance).require()
     with ExitStack() as stack:
-        if lease is not None:
+        if lease is None and Pending(paths.memory).sources():
+            # Notes `mnemara note` left waiting: indexed and linked now, under the lease, when
+            # no host holds the instance (a running host takes them in at its next search).
+            try:
+                stack.enter_context(hold_instance(paths, "memory", "index new notes in it"))
+                lease = ("memory", "index new notes in it")
+            except InstanceLeasedError:
+                typer.echo(
+                    "mnemara: notes written by `mnemara note` are searchable after the running "
+                    "host's next search",
+                    err=True,
+                )
+        elif lease is not None:
             stack.enter_context(hold_instance(paths, *lease))
         config = load_config(paths.config)
         yield paths, stack.enter_context(open_memory(paths, config, read_only=lease is None))

@@ -24,12 +24,14 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from runtime.config import InstanceConfig
+from runtime.config import InstanceConfig, SearchMode
 from runtime.debuglog import DebugLog
 from runtime.errors import EngineUnavailableError, MemoryStoreError
 from runtime.home import InstancePaths
+from runtime.memory.fulltext import check_mode
 from runtime.memory.model import Atom, Hit, Provenance
 from runtime.memory.notes import FileNotes
+from runtime.memory.pending import Pending, catch_up, write_record
 from runtime.memory.protocols import (
     GraphStore,
     NoteStore,
@@ -39,7 +41,6 @@ from runtime.memory.protocols import (
     WikiStore,
 )
 from runtime.memory.quarantine import Key, Quarantine
-from runtime.memory.slugs import check_slug
 from runtime.memory.wiki import FileWiki
 
 T = TypeVar("T")
@@ -76,6 +77,8 @@ class Memory:
         debug: DebugLog | None = None,
         quarantine: Quarantine | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pending: Pending | None = None,
+        read_only: bool = False,
     ) -> None:
         self.notes = notes
         self.wiki = wiki
@@ -93,6 +96,11 @@ class Memory:
         # One engine call at a time per instance: neither engine is promised to be
         # thread-safe, and worker threads differ from call to call.
         self.limiter = anyio.CapacityLimiter(1)
+        # Notes `mnemara note` wrote without the engines: indexed and linked by the first
+        # process that opens an engine for writing (never by a read-only one).
+        self.pending = pending
+        self.read_only = read_only
+        self._catching_up = False
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking memory call in a worker thread, after any other one of this memory."""
@@ -111,19 +119,26 @@ class Memory:
         if held is not None and self._quarantine_seen != held:
             self._quarantine_seen = held
             sync_index(self)  # a turn was quarantined or released since the last look
+        self._catch_up()
         return self._index
 
-    def search(self, query: str, k: int = 5, kind: str | None = None) -> list[Hit]:
-        """The nearest notes and pages to `query` (MemoryStoreError for an empty query)."""
+    def search(
+        self, query: str, k: int = 5, kind: str | None = None, mode: SearchMode | None = None
+    ) -> list[Hit]:
+        """The best notes and pages for `query`, by meaning and words ("hybrid") or by meaning
+        only ("vector"); `mode` None is config.json's `rag_search_mode`. Each hit says why it
+        matched (`Hit.matched`). MemoryStoreError for an empty query or an unknown mode."""
         if not query.strip():
             raise MemoryStoreError("nothing to search for: the query is empty")
+        mode = self.config.rag_search_mode if mode is None else mode
+        check_mode(mode)
         index = self.index()
         if not index.count():
             return []
         # An archived note leaves the index at its next sync; until then it is left out here,
         # and a restored one is found again at once (its row is still there).
         hidden = set(self.notes.archived())
-        hits = index.search(query, k + len(hidden), kind=kind)
+        hits = index.search(query, k + len(hidden), kind=kind, mode=mode)
         return [hit for hit in hits if hit.source not in hidden][:k]
 
     def indexable(self, atom: Atom) -> Atom:
@@ -139,7 +154,18 @@ class Memory:
                     "the graph is off (graph_enabled is false in config.json)", store="graph"
                 )
             self._graph = self._opened("graph", self._open_graph)
+        self._catch_up()
         return self._graph
+
+    def _catch_up(self) -> None:
+        """Index and link the notes `mnemara note` left waiting (pending.py), once each."""
+        if self.pending is None or self.read_only or self._catching_up:
+            return
+        self._catching_up = True  # catching up opens the engines, which come back here
+        try:
+            catch_up(self, self.pending)
+        finally:
+            self._catching_up = False
 
     def _opened(self, store: str, opener: Callable[[], T]) -> T:
         # A failure is kept and raised again for a while, not retried on every call; then
@@ -181,14 +207,10 @@ class Memory:
     ) -> Written:
         """`write_memory`: the note; the wiki page when the category is `wiki/<slug>`; the
         index; the graph."""
-        if not text.strip() and not payload:
-            raise MemoryStoreError("nothing to write (empty text and no payload)")
-        # A bad page name is refused before anything is written: no note without its page.
-        slug = check_slug(category.removeprefix("wiki/")) if category.startswith("wiki/") else None
-        note = self.notes.append(text, category, payload, provenance)
-        written = Written(note)
-        if slug is not None:
-            written.page = self.wiki.write(slug, note.text, "append", provenance)
+        note, page = write_record(
+            self.notes, lambda: self.wiki, text, category, payload, provenance
+        )
+        written = Written(note, page=page)
         if self.config.rag_auto_index_memory:
             self._index_atoms(written, [note])
         if written.page is not None and self.config.rag_auto_index_wiki:
@@ -319,6 +341,8 @@ def open_memory(
         open_index=open_index,
         open_graph=open_graph,
         debug=debug,
+        pending=Pending(paths.memory),
+        read_only=read_only,
     )
     try:
         yield memory
@@ -340,6 +364,7 @@ def open_shared_memory(root: Path, debug: DebugLog | None = None) -> Iterator[Me
         open_graph=open_graph,
         debug=debug,
         quarantine=Quarantine(root / "quarantine.jsonl"),
+        pending=Pending(root / "memory"),
     )
     try:
         yield memory

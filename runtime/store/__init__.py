@@ -7,13 +7,34 @@ original mnemara's table), legacy (migrate_instance), export / markdown (JSONL a
 exports), blocks (tool-result caps).
 """
 
-from runtime.store.async_store import AsyncTurnStore, open_turn_store
-from runtime.store.blocks import cap_tool_results, truncate_tool_result
-from runtime.store.connection import RetryPolicy
-from runtime.store.legacy import migrate_instance
-from runtime.store.schema import LATEST_VERSION, MigrationReport
-from runtime.store.snapshot import StoreSnapshot
-from runtime.store.turn_store import TurnStore
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.store.async_store import AsyncTurnStore, open_turn_store
+    from runtime.store.blocks import cap_tool_results, truncate_tool_result
+    from runtime.store.connection import RetryPolicy
+    from runtime.store.legacy import migrate_instance
+    from runtime.store.schema import LATEST_VERSION, MigrationReport
+    from runtime.store.snapshot import StoreSnapshot
+    from runtime.store.turn_store import TurnStore
+
+# Loaded on first use: a command that only checks a store's schema (`mnemara note` refusing an
+# original's instance) must not bring the config's models along.
+_HOMES = {
+    "AsyncTurnStore": "runtime.store.async_store",
+    "open_turn_store": "runtime.store.async_store",
+    "cap_tool_results": "runtime.store.blocks",
+    "truncate_tool_result": "runtime.store.blocks",
+    "RetryPolicy": "runtime.store.connection",
+    "migrate_instance": "runtime.store.legacy",
+    "LATEST_VERSION": "runtime.store.schema",
+    "MigrationReport": "runtime.store.schema",
+    "StoreSnapshot": "runtime.store.snapshot",
+    "TurnStore": "runtime.store.turn_store",
+}
 
 __all__ = [
     "LATEST_VERSION",
@@ -27,3 +48,10 @@ __all__ = [
     "open_turn_store",
     "truncate_tool_result",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(home), name)

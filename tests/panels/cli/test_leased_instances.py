@@ -150,9 +150,12 @@ def test_reading_and_noting_work_while_leased(
     code, out, _ = mnemara("role", "--instance", "coder")
     assert code == 0 and out == "(no role doc set)\n"
     code, out, _ = mnemara("note", "--instance", "coder", "while", "it", "runs")
-    assert code == 0 and "noted in memory/" in out and "not indexed or linked now" in out
+    assert code == 0 and "noted in memory/" in out and "searchable after the next search" in out
     assert "while it runs" in next(coder.memory.glob("*.md")).read_text()
     assert not (coder.root / "graph").exists()  # the holder's engines are not raced
+    code, _, err = mnemara("memory", "search", "while it runs", "--instance", "coder")
+    assert code == 0 and "searchable after the running host's next search" in err
+    assert not (coder.root / "index").exists()  # nor by a search beside it
     assert holder.poll() is None
 
 

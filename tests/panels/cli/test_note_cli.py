@@ -1,0 +1,44 @@
+"""`mnemara note` writes the note and nothing else; the next search takes it in. Real
+LanceDB, the built-in embedder and the default graph engine."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from panels.cli.main import app
+from runtime.home import InstancePaths
+from runtime.memory.notes import FileNotes
+from runtime.memory.pending import Pending
+
+runner = CliRunner()
+
+
+def mnemara(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_note_is_written_at_once_and_searchable_after_the_next_search(
+    instance: InstancePaths,
+) -> None:
+    code, out, _ = mnemara("note", "-i", "t1", "INC-4821:", "the", "catalog", "cluster", "OOMs")
+    [atom] = FileNotes(instance.memory).atoms()
+    assert code == 0
+    assert out == f"noted in {atom.source}; searchable after the next search or index\n"
+    assert not (instance.root / "index").exists() and not instance.graph.exists()
+    assert Pending(instance.memory).sources() == [atom.source]
+
+    code, out, err = mnemara("memory", "search", "catalog cluster out of memory", "-i", "t1")
+    assert code == 0 and atom.source in out and err == ""
+    assert Pending(instance.memory).sources() == []
+    code, out, _ = mnemara("memory", "graph", "query", "-i", "t1", "MATCH (n:Node) RETURN n.label")
+    assert code == 0 and "memory_entry" in out
+
+
+def test_a_wiki_note_names_its_page_too(instance: InstancePaths) -> None:
+    code, out, _ = mnemara("note", "-i", "t1", "--category", "wiki/runbook", "restart", "it")
+    assert code == 0 and "and wiki/runbook;" in out
+    assert (instance.wiki / "runbook.md").read_text().rstrip().endswith("restart it")
+    assert Pending(instance.memory).sources()[1:] == ["wiki/runbook"]
+    code, _, err = mnemara("note", "-i", "t1", "--category", "wiki/../x", "text")
+    assert code != 0 and "Traceback" not in err and len(FileNotes(instance.memory).atoms()) == 1
