@@ -70,7 +70,7 @@ def load_text() -> str:
 
 
 def progress(label: str) -> Progress:
-    """A bar on a terminal (runtime/memory/progress.py); elsewhere one line when done."""
+    """A bar on a terminal (runtime/memory/progress.py); elsewhere a line per batch."""
     from runtime.memory.progress import progress_bar
 
     bar = progress_bar(0, label)
@@ -78,8 +78,7 @@ def progress(label: str) -> Progress:
         return bar
 
     def line(done: int, total: int) -> None:
-        if done >= total:
-            print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
+        print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
 
     return line
 
