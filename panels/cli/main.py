@@ -90,7 +90,18 @@ def run_cli(args: list[str] | None = None) -> NoReturn:
 
     The tree is built lazily (panels/cli/lazy.py): only the command this run names is
     turned into a click command. `app` itself stays a plain typer app for tests."""
+    import sys
+
+    from panels.cli.quick import note_arguments
+
+    quick = note_arguments(sys.argv[1:] if args is None else args)
     try:
+        if quick is not None:  # `note` without click's parsing (panels/cli/quick.py)
+            try:
+                instances.note(*quick)
+            except typer.Exit as done:
+                raise SystemExit(done.exit_code) from None
+            raise SystemExit(0)
         lazy_command(app)(args=args, prog_name="mnemara")
     except EXITS:
         raise
