@@ -145,7 +145,7 @@ def test_the_targets_are_judged_and_a_build_without_hybrid_misses(bench: ModuleT
 def test_replay_on_the_small_corpus_loses_no_fact_and_applies_once(
     bench: ModuleType, kit: ModuleType, tmp_path: Path
 ) -> None:
-    corpus = kit.make_corpus(40, 1)
+    corpus = kit.make_corpus(30, 1)  # the smallest: a pair of each kind, two repeats
     paths = InstancePaths.for_name("recall", tmp_path)
     config = InstanceConfig()
     embedder = MiniLMEmbedder()
@@ -153,7 +153,7 @@ def test_replay_on_the_small_corpus_loses_no_fact_and_applies_once(
     done = bench.replay(corpus, paths, config, embedder, phases)
     assert set(phases) == {"write notes", "replay", "second replay"}
     plan, result = done.first
-    assert plan.read == 40 and len(result.archived) == 40 - len(done.live)
+    assert plan.read == 30 and len(result.archived) == 30 - len(done.live)
     assert corpus.lost_facts(done.live) == []
     assert bench.lost_statements(done.texts, done.live) == ([], set())
     assert corpus.differing_archived(done.live) == []
