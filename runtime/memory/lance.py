@@ -8,8 +8,7 @@ Filters are built with LanceDB's typed expressions (`lancedb.expr.col`/`lit`), n
 pasting text into SQL: a source or kind is a literal value whatever characters it holds.
 
 A full-text index on `text` answers hybrid search's words (fulltext.py); a writer builds it
-with the table or on opening an older one. Rows it lacks (a reader's older table, new rows)
-LanceDB searches flat.
+with the table or on opening an older one. LanceDB searches rows it lacks yet flat.
 """
 
 from __future__ import annotations
@@ -314,7 +313,9 @@ def open_lance_index(
     index = LanceIndex(root, embedder, None, ann_threshold, writable=create)
     if not create and not (root / f"{TABLE}.lance").is_dir():
         return index  # (and LanceDB, slow to import, is not even loaded)
-    import lancedb
+    from runtime.memory.lancedb_load import load_lancedb
+
+    lancedb = load_lancedb()
 
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -332,7 +333,9 @@ def drop_lance_index(index: Path) -> None:
     Done without opening the index: opening refuses a table built by another embedder, which
     is the very case a reindex is for. The original's `memories` table is not touched.
     """
-    import lancedb
+    from runtime.memory.lancedb_load import load_lancedb
+
+    lancedb = load_lancedb()
 
     if not index.is_dir():
         return

@@ -197,7 +197,9 @@ def carry_manual_rows(paths: InstancePaths, memory: Memory, done: MemoryMigratio
 
 def read_original_rows(index: Path) -> list[dict[str, Any]]:
     """The original's `memories` rows without their vectors ([] when there is no table)."""
-    import lancedb
+    from runtime.memory.lancedb_load import load_lancedb
+
+    lancedb = load_lancedb()
 
     try:
         db = lancedb.connect(index)

@@ -18,16 +18,17 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.errors import MemoryStoreError
 from runtime.memory.files import append_bytes
 from runtime.memory.model import Atom, Provenance
-from runtime.memory.protocols import NoteStore, WikiStore
+from runtime.memory.protocols import GraphStore, NoteStore, VectorIndex, WikiStore
 from runtime.memory.slugs import check_slug
 
-if TYPE_CHECKING:
-    from runtime.memory.memory import Memory
+if TYPE_CHECKING:  # types only: `mnemara note` must not load the config's models
+    from runtime.config import InstanceConfig
+    from runtime.debuglog import DebugLog
 
 LIST = ".unindexed"
 
@@ -100,7 +101,22 @@ def write_record(
     return note, page
 
 
-def catch_up(memory: Memory, pending: Pending) -> None:
+class Engines(Protocol):
+    """What a catch-up needs of a Memory (memory.py imports this module, not the reverse)."""
+
+    notes: NoteStore
+    wiki: WikiStore
+    config: InstanceConfig
+    debug: DebugLog | None
+
+    def index(self) -> VectorIndex: ...
+
+    def graph(self) -> GraphStore: ...
+
+    def indexable(self, atom: Atom) -> Atom: ...
+
+
+def catch_up(memory: Engines, pending: Pending) -> None:
     """Index and link the notes and pages `pending` names, then take them off the list.
 
     A failure leaves them on it for the next try and is logged, never raised: the notes are
