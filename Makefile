@@ -75,7 +75,14 @@ test-fast:
 	$(PYTEST) -m "not slow and not e2e"; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
-check: lint types layers test
+# mypy (about 30 s from a cold cache, one core) runs beside the tests, which leave part of the
+# second core idle while they wait on processes; its output is printed after theirs, and the
+# check fails if either does.
+check: lint layers
+	@log=$$(mktemp); $(PY) -m mypy >"$$log" 2>&1 & types=$$!; \
+	$(MAKE) --no-print-directory test; rc=$$?; \
+	wait $$types; trc=$$?; echo "mypy:"; cat "$$log"; rm -f "$$log"; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$trc
 
 # Mutation testing of the core modules (bench/mutation/), on demand and never in `make check`:
 # it installs mutmut (the lock's `mutate` extra; `make setup` takes it out again), then tries
