@@ -170,6 +170,10 @@ def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str])
     }
 
 
+def counted(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
 def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
     """The plan as a person reads it, then what was written (or that nothing was)."""
     lines = [
@@ -209,8 +213,8 @@ def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) 
         lines.append(f"dry run: nothing written; add --apply to write them and {plan.digest}")
     else:
         lines.append(
-            f"wrote {len(result.written)} files ({len(result.unchanged)} already up to date), "
-            f"archived {len(result.archived)} notes (`mnemara memory restore` brings them back); "
-            f"digest {result.digest}"
+            f"wrote {counted(len(result.written), 'file')} ({len(result.unchanged)} already up to "
+            f"date), archived {counted(len(result.archived), 'note')} (`mnemara memory restore` "
+            f"brings them back); digest {result.digest}"
         )
     return lines

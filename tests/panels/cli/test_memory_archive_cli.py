@@ -100,6 +100,7 @@ def test_replay_apply_brings_the_index_and_the_graph_along_and_restore_undoes_bo
     assert result.exit_code == 0, result.output
     [drop] = FileNotes(instance.memory).archived()
     assert "search index: 1 removed" in result.stdout
+    assert "archived 1 note (" in result.stdout and "wrote 1 file (" in result.stdout
     assert "graph: 1 note node updated" in result.stdout
     assert drop not in mnemara("search", query, "-i", "t1", "-k", "3")[1]  # no `memory index`
     marked = memory_entry(instance, drop)
