@@ -228,6 +228,7 @@ def note(
     It returns at once: the search index and the graph take the note in later, at the next
     search or `mnemara memory index`, or at the running host's next search.
     """
+    from runtime.errors import MemoryStoreError
     from runtime.home import InstancePaths
     from runtime.memory.notes import FileNotes
     from runtime.memory.pending import Pending, write_record
@@ -241,6 +242,15 @@ def note(
     paths = InstancePaths.for_name(instance).require()
     refuse_original(paths.turns)  # an original mnemara's files change only by `migrate`
     note, page = write_record(FileNotes(paths.memory), wiki, " ".join(text), category)
-    Pending(paths.memory).add([note.source, *([page.source] if page else [])])
     also = f" and {page.source}" if page else ""
+    try:
+        Pending(paths.memory).add([note.source, *([page.source] if page else [])])
+    except MemoryStoreError as exc:  # the note is written; only its place in the queue is not
+        typer.echo(f"noted in {note.source}{also}")
+        typer.echo(
+            f"mnemara: not queued for the search index ({exc}); "
+            f"`mnemara memory index -i {instance}` takes it in",
+            err=True,
+        )
+        return
     typer.echo(f"noted in {note.source}{also}; searchable after the next search or index")

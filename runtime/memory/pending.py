@@ -51,9 +51,13 @@ class Pending:
         try:
             if not self.path.stat().st_size:
                 return []
+            if not self.path.is_file():
+                raise MemoryStoreError(f"{self.path}: not a regular file; move it out of the way")
             text = self.path.read_bytes().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise MemoryStoreError(f"{self.path}: cannot be read ({exc.strerror})") from None
         whole = text.split("\n")[:-1]  # a line without its newline was torn by a crash
         return list(dict.fromkeys(line for line in whole if line.strip()))
 

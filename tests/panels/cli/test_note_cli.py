@@ -42,3 +42,15 @@ def test_a_wiki_note_names_its_page_too(instance: InstancePaths) -> None:
     assert Pending(instance.memory).sources()[1:] == ["wiki/runbook"]
     code, _, err = mnemara("note", "-i", "t1", "--category", "wiki/../x", "text")
     assert code != 0 and "Traceback" not in err and len(FileNotes(instance.memory).atoms()) == 1
+
+
+def test_a_queue_in_the_way_keeps_the_note_and_says_how_to_index_it(
+    instance: InstancePaths,
+) -> None:
+    Pending(instance.memory).path.mkdir(parents=True)
+    code, out, err = mnemara("note", "-i", "t1", "kept", "anyway")
+    [atom] = FileNotes(instance.memory).atoms()
+    assert (code, out) == (0, f"noted in {atom.source}\n")
+    assert "not queued for the search index" in err and "`mnemara memory index -i t1`" in err
+    code, _, err = mnemara("memory", "search", "kept", "-i", "t1")
+    assert code == 1 and ".unindexed: not a regular file; move it out of the way" in err

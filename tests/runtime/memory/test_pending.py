@@ -131,3 +131,12 @@ def test_the_record_refuses_before_writing(tmp_path: Path) -> None:
     with pytest.raises(WikiSlugError):
         write_record(notes, wiki, "text", "wiki/../escape")
     assert notes.atoms() == [] and not (tmp_path / "wiki").exists()
+
+
+def test_a_list_that_is_not_a_file_is_named_with_what_to_do(tmp_path: Path) -> None:
+    pending = Pending(tmp_path)
+    pending.path.mkdir()
+    with pytest.raises(MemoryStoreError, match=r"\.unindexed: not a regular file; move it out"):
+        pending.sources()
+    with pytest.raises(MemoryStoreError, match="not a regular file"):
+        pending.add(["memory/a.md#1"])
