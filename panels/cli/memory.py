@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -30,6 +30,7 @@ from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
 
 if TYPE_CHECKING:
+    from runtime.config import SearchMode
     from runtime.home import InstancePaths
     from runtime.memory import Memory, QueryResult
     from runtime.memory.engines import GraphEngine
@@ -126,13 +127,27 @@ def search(
         str | None,
         typer.Option("--kind", metavar="note|wiki", help="Only notes, or only wiki pages."),
     ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            metavar="hybrid|vector",
+            help="hybrid: by meaning and by the query's exact words (ids, numbers, versions, "
+            "names); vector: by meaning only. Default: rag_search_mode in config.json.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The notes and wiki pages nearest in meaning to QUERY; score 1 is the same meaning."""
+    """The notes and wiki pages that best match QUERY, by meaning and by its words; each says
+    why ([meaning, words: ...]). Score: cosine similarity, 1 is the same meaning."""
+    from runtime.memory.fulltext import SEARCH_MODES
+
     if kind is not None and kind not in KINDS:
         raise fail(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}", EXIT_USAGE)
+    if mode is not None and mode not in SEARCH_MODES:
+        raise fail(f"--mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}", EXIT_USAGE)
     with opened(instance) as (_, memory):
-        hits = memory.search(query, k, kind)
+        hits = memory.search(query, k, kind, cast("SearchMode | None", mode))
         empty = not hits and memory.index().count() == 0
     if as_json:
         items = [
@@ -141,6 +156,7 @@ def search(
                 "kind": hit.kind,
                 "category": hit.category,
                 "score": round(hit.score, 3),
+                "matched": list(hit.matched),
                 "text": hit.text,
             }
             for hit in hits
@@ -153,7 +169,8 @@ def search(
         typer.echo("(no match)")
     for hit in hits:
         typer.echo(
-            f"{hit.score:.3f}  {hit.kind:<4}  {shown(hit.source)}  {shown(hit.text, PREVIEW_CHARS)}"
+            f"{hit.score:.3f}  {hit.kind:<4}  {shown(hit.source)}  "
+            f"{shown(hit.text, PREVIEW_CHARS)}  [{shown(hit.why())}]"
         )
 
 

@@ -74,6 +74,11 @@ class Hit:
         """Why it matched, for display: "meaning" first when found by meaning, then the words."""
         return (MEANING,) * self.by_meaning + self.words
 
+    def why(self) -> str:
+        """`meaning, words: us-east-1 300`: how it was found, in one line."""
+        words = ["words: " + " ".join(self.words)] if self.words else []
+        return ", ".join([MEANING] * self.by_meaning + words)
+
 
 @dataclass(frozen=True)
 class GraphNode:

@@ -1,8 +1,9 @@
 """The agent's reading and writing of its memory: the wiki, search, and the property graph.
 
-`wiki_read`, `wiki_write` and `wiki_list` always (pages are files); `memory_search` and
-`memory_index` when `rag_enabled`; the `graph_*` tools when `graph_enabled` (the tool list is
-fixed when a session opens: changing it would break the prompt cache). A page named
+`wiki_read`, `wiki_write` and `wiki_list` always (pages are files); `memory_search` (in
+config.json's `rag_search_mode` unless the call names one) and `memory_index` when
+`rag_enabled`; the `graph_*` tools when `graph_enabled` (the tool list is fixed when a session
+opens: changing it would break the prompt cache). A page named
 `team/...`, or `scope: "team"` on a graph tool, reaches the team's shared memory when the
 team has one. Everything read back is rendered as data (runtime/memory/render.py).
 """
@@ -16,6 +17,7 @@ from typing import Any
 from runtime.driver import ToolOutput, ToolSpec
 from runtime.errors import MemoryStoreError
 from runtime.memory import GraphNode, Memory, QueryResult
+from runtime.memory.fulltext import SEARCH_MODES
 from runtime.memory.memory import sync_index
 from runtime.memory.render import clean, render_hits, render_page
 from runtime.tools.context import ToolContext
@@ -140,7 +142,7 @@ def search_tools(ctx: ToolContext) -> list[ToolSpec]:
     async def memory_search(a: Args) -> ToolOutput:
         kind = None if a["kind"] == "any" else a["kind"]
         memory = _memory(ctx, a["scope"] == "team")
-        hits = await memory.run(memory.search, a["query"], a["k"], kind)
+        hits = await memory.run(memory.search, a["query"], a["k"], kind, a["mode"])
         return ok(render_hits(a["query"], hits))
 
     async def memory_index(a: Args) -> ToolOutput:
@@ -151,8 +153,8 @@ def search_tools(ctx: ToolContext) -> list[ToolSpec]:
     return [
         define(
             "memory_search",
-            "Search your notes and wiki pages by meaning; returns the nearest with their "
-            "sources and scores.",
+            "Search your notes and wiki pages by meaning and by exact words (ids, numbers, "
+            "versions, names); returns the best with their sources and scores.",
             [
                 Param("query", "string", "What you are looking for, in words.", required=True),
                 Param("k", "integer", "How many results.", minimum=1, maximum=20, default=5),
@@ -162,6 +164,13 @@ def search_tools(ctx: ToolContext) -> list[ToolSpec]:
                     "Only notes, only wiki pages, or any.",
                     choices=("any", "note", "wiki"),
                     default="any",
+                ),
+                Param(
+                    "mode",
+                    "string",
+                    "hybrid: by meaning and by the query's exact words; vector: by meaning only.",
+                    choices=SEARCH_MODES,
+                    default=ctx.config.rag_search_mode,  # config.json's choice
                 ),
                 SCOPE,
             ],

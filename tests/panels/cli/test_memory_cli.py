@@ -93,7 +93,7 @@ def test_index_then_search(filled: InstancePaths) -> None:
     code, out, _ = mnemara("search", "deploy", "--instance", "t1", "--kind", "wiki", "--json")
     hits = json.loads(out)
     assert code == 0 and {hit["kind"] for hit in hits} == {"wiki"}
-    assert set(hits[0]) == {"source", "kind", "category", "score", "text"}
+    assert set(hits[0]) == {"source", "kind", "category", "score", "matched", "text"}
     assert hits[0]["source"] == "wiki/deploy/checklist"
     assert hits[0]["score"] == round(hits[0]["score"], 3)
 
