@@ -76,12 +76,18 @@ def opened(
 
     paths = InstancePaths.for_name(instance).require()
     with ExitStack() as stack:
-        if lease is None and Pending(paths.memory).sources():
+        waiting = len(Pending(paths.memory).sources()) if lease is None else 0
+        if waiting:
             # Notes `mnemara note` left waiting: indexed and linked now, under the lease, when
             # no host holds the instance (a running host takes them in at its next search).
             try:
                 stack.enter_context(hold_instance(paths, "memory", "index new notes in it"))
                 lease = ("memory", "index new notes in it")
+                typer.echo(
+                    f"mnemara: indexing {waiting} new note{'' if waiting == 1 else 's'} "
+                    "written by `mnemara note` first",
+                    err=True,
+                )
             except InstanceLeasedError:
                 typer.echo(
                     "mnemara: notes written by `mnemara note` are searchable after the running "
