@@ -111,3 +111,27 @@ def test_a_failed_engine_is_reported_from_memory_then_tried_again() -> None:
     now[0] = RETRY_AFTER + 1
     assert memory.index() is index
     assert tries == [0.0, RETRY_AFTER + 1]
+
+
+def test_shared_memory_follows_the_instance_rules_hybrid_and_archive(shared: Memory) -> None:
+    """The team's memory is a Memory like a panel's: hybrid search by exact words keeps the
+    quarantine, and an archived note leaves search and is marked in the graph at once."""
+    from runtime.memory.archiving import archive_notes, restore_notes
+
+    held = shared.remember("INC-4821 was closed by hand", provenance=ENG).atom
+    kept = shared.remember("INC-4821 root cause: the cache node ran out of disk", provenance=QA)
+    assert shared.quarantine is not None
+    shared.quarantine.add(ENG, "sentinel: repeat")
+    hits = shared.search("INC-4821", k=5, mode="hybrid")
+    assert [hit.source for hit in hits] == [kept.atom.source]
+    assert any(word.startswith("INC") for word in hits[0].words)
+
+    settled = archive_notes(shared, [kept.atom.source], "superseded")
+    assert settled.problems == [] and settled.marked == 1
+    assert shared.search("INC-4821", k=5, mode="hybrid") == []
+    [node] = shared.graph().match("memory_entry", {"source_path": kept.atom.source})
+    assert node.properties["archived_reason"] == "superseded"
+    restore_notes(shared, [kept.atom.source])
+    shared.quarantine.release(parse_key("eng:2:41"))
+    found = {hit.source for hit in shared.search("INC-4821", k=5, mode="hybrid")}
+    assert found == {held.source, kept.atom.source}
