@@ -19,6 +19,7 @@ from panels.host.delivery import OPERATOR, operator_route
 from panels.host.demo import EXAMPLE, run_demo
 from panels.team import load_team, parse_team
 from peerbus import open_bus
+from runtime.sandbox import probe
 from runtime.store import TurnStore
 from tests.panels.host.conftest import FAST, Events
 
@@ -52,6 +53,16 @@ async def test_the_demo_team_runs_to_the_end(tmp_path: Path) -> None:
     assert "demo answers approval 1 (Bash wc -w wordcount.py): yes" in story
     assert "operator answer engineer (request=1 answer='yes')" in story  # a command's outcome
     assert "engineer   result: 4 wordcount.py" in story  # the approved call ran
+    # The shipped team's sandbox is "auto": where bubblewrap works (as the suite requires)
+    # every panel's tools ran confined, the very run a team requiring the sandbox gets
+    # (tests/security/test_sandbox_rows.py checks that the two build the same sandbox).
+    rows = lines[lines.index("--- what each panel did ---") + 2 :][:3]
+    assert [row.split()[0] for row in rows] == ["producer", "engineer", "watchdog"], story
+    if probe().available:
+        assert all(" sandboxed " in f"{row} " for row in rows), story
+        assert "unconfined" not in story
+    else:
+        assert all(" UNCONFINED " in f"{row} " for row in rows), story
 
 
 async def test_a_team_file_naming_a_postgresql_bus_runs_the_demo_unchanged(
