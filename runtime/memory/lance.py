@@ -109,7 +109,7 @@ class LanceIndex:
         words = query_words(query) if mode == "hybrid" else []
         where = _where(kind, include_quarantined)
         with self._guard():
-            if not words:  # vector mode, or a query of stop words and punctuation only
+            if not words:  # vector mode, or no word in the query names something exactly
                 near = self._nearest(vector, wanted, where)
                 return [Hit(c.source, c.kind, c.text, c.category, c.distance) for c in near]
             pool = pool_size(wanted)
