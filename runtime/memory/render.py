@@ -52,14 +52,16 @@ def render_hits(query: str, hits: Sequence[Hit]) -> str:
     bodies = [clean(hit.text) for hit in hits]
     tag = nonce(bodies)
     head = (
-        f"{len(hits)} result(s) for {clean(query, 200)!r}, nearest first; score is cosine "
-        f"similarity (1 = same meaning). {DATA_NOTE}"
+        f"{len(hits)} result(s) for {clean(query, 200)!r}, best first; score is cosine "
+        f"similarity (1 = same meaning); 'found by' says whether by meaning, by the query's "
+        f"exact words, or both. {DATA_NOTE}"
     )
     parts = [head]
     for n, (hit, body) in enumerate(zip(hits, bodies, strict=True), 1):
         label = f"[{n}] {clean(hit.source, 200)} ({hit.kind}"
         label += f", {clean(hit.category, 80)})" if hit.category else ")"
-        parts.append(fenced(f"{label} score {hit.score:.3f}", body, tag))
+        found = f"; found by {clean(hit.why(), 200)}" if hit.why() else ""
+        parts.append(fenced(f"{label} score {hit.score:.3f}{found}", body, tag))
     return "\n\n".join(parts)
 
 

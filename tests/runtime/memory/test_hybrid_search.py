@@ -188,3 +188,19 @@ async def test_the_memory_search_tool_offers_the_modes_defaulting_to_the_config_
     assert "\nINC-4821 disk" in out.text
     out = await tool.handler({"query": "INC-4821", "mode": "bm25"})
     assert out.is_error and "mode must be one of hybrid, vector; got 'bm25'" in out.text
+
+
+def test_the_agent_is_told_how_each_hit_was_found() -> None:
+    from runtime.memory.model import Hit
+    from runtime.memory.render import render_hits
+
+    hits = [
+        Hit("memory/a.md#1", "note", "INC-4821 closed", "note", 0.4, True, ("INC-4821",)),
+        Hit("memory/a.md#2", "note", "the cache is warm", "note", 0.5),
+        Hit("memory/a.md#3", "note", "INC-4821 opened", "note", 0.9, False, ("INC-4821",)),
+    ]
+    shown = render_hits("INC-4821", hits)
+    assert "best first" in shown
+    assert "(note, note) score 0.600; found by meaning, words: INC-4821" in shown
+    assert "(note, note) score 0.500; found by meaning\n" in shown
+    assert "(note, note) score 0.100; found by words: INC-4821" in shown

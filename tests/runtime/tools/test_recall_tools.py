@@ -44,7 +44,7 @@ async def test_write_memory_reaches_note_index_and_graph_then_search_finds_it(
     )
     error, found = out["c0"]
     assert not error and "[1] memory/" in found and "build host was full" in found
-    assert re.search(r"score 0\.[4-9]", found), found
+    assert re.search(r"score 0\.[4-9]\d\d; found by meaning", found), found
     assert '"ref": "disk"' in out["c1"][1]
     assert '"applies_to"' in out["c2"][1]
 
