@@ -91,12 +91,23 @@ def record(server: RehearsalServer, cassette: Path) -> Result:
     return result
 
 
-def test_a_recorded_session_replays_offline_with_the_same_requests_and_decisions(
+def test_one_recorded_session_replays_reports_divergence_and_becomes_a_script(
     upstream: RehearsalServer, tmp_path: Path
 ) -> None:
+    """One recording (a real CLI session through the relay) serves the three uses of a
+    cassette, each against an instance of its own: recording it three times took two more
+    CLI sessions and proved nothing more."""
     make_instance("eng")
     cassette = tmp_path / "session.jsonl"
     result = record(upstream, cassette)
+    replays_offline_with_the_same_requests_and_decisions(upstream, cassette, result)
+    reports_a_changed_role_doc_and_policy_as_the_first_divergence(cassette)
+    becomes_a_script_that_rehearses_the_same_session(cassette, tmp_path)
+
+
+def replays_offline_with_the_same_requests_and_decisions(
+    upstream: RehearsalServer, cassette: Path, result: Result
+) -> None:
     assert "  result: " + ENV_SECRET in result.stdout  # the tool really ran, upstream answered
     assert f"cassette: {cassette} holds 3 request(s)" in result.stdout
     assert "scrubbed: anthropic-key x3; env:MY_SERVICE_TOKEN x1; github-token x3" in result.stdout
@@ -120,12 +131,7 @@ def test_a_recorded_session_replays_offline_with_the_same_requests_and_decisions
     assert "requests: all 3 match the recording\ntool decisions: 1/1 the same\n" in replay.stdout
 
 
-def test_a_changed_role_doc_and_policy_are_reported_as_the_first_divergence(
-    upstream: RehearsalServer, tmp_path: Path
-) -> None:
-    make_instance("eng")
-    cassette = tmp_path / "session.jsonl"
-    record(upstream, cassette)
+def reports_a_changed_role_doc_and_policy_as_the_first_divergence(cassette: Path) -> None:
     make_instance("changed", ROLE.replace("engineer", "reviewer"), allow_bash=False)
     # Unconfined, the policy without the recorded "always" rule asks, and headless refuses
     # (in the sandbox the same Bash call would run: the sandbox contains it).
@@ -143,12 +149,7 @@ def test_a_changed_role_doc_and_policy_are_reported_as_the_first_divergence(
     )
 
 
-def test_a_cassette_becomes_a_script_that_rehearses_the_same_session(
-    upstream: RehearsalServer, tmp_path: Path
-) -> None:
-    make_instance("eng")
-    cassette = tmp_path / "session.jsonl"
-    record(upstream, cassette)
+def becomes_a_script_that_rehearses_the_same_session(cassette: Path, tmp_path: Path) -> None:
     out = tmp_path / "session.toml"
     converted = mnemara("rehearse", "--cassette", str(cassette), "--to-script", str(out))
     assert converted.exit_code == 0, converted.output
@@ -160,9 +161,9 @@ def test_a_cassette_becomes_a_script_that_rehearses_the_same_session(
     forced = mnemara("rehearse", "--cassette", str(cassette), "--to-script", str(out), "--force")
     assert forced.exit_code == 0, forced.output
 
-    make_instance("fresh")
+    make_instance("scripted")
     run = mnemara(
-        "rehearse", "-i", "fresh", "--script", str(out),
+        "rehearse", "-i", "scripted", "--script", str(out),
         "--prompt", "hello", "--prompt", "show the env",
     )  # fmt: skip
     assert run.exit_code == 0, run.output
