@@ -16,33 +16,18 @@ Text read from memory is untrusted: every hidden character is shown as an escape
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
+from panels.cli import memory_graph
 from panels.cli.errors import EXIT_USAGE, fail, reports_errors
-from panels.cli.instances import hold_instance
-from panels.cli.lazy import Group
-from panels.cli.options import HELP_OPTIONS, Command, InstanceOpt, TeamOpt
+from panels.cli.memory_common import APP_SETTINGS, JsonOpt, opened, shown, shown_page
+from panels.cli.options import Command, InstanceOpt, TeamOpt
 
 if TYPE_CHECKING:
     from runtime.config import SearchMode
-    from runtime.home import InstancePaths
-    from runtime.memory import Memory, QueryResult
-    from runtime.memory.engines import GraphEngine
 
-APP_SETTINGS = {
-    "cls": Group,
-    "no_args_is_help": True,
-    "add_completion": False,
-    "pretty_exceptions_enable": False,
-    "rich_markup_mode": None,
-    "context_settings": HELP_OPTIONS,
-}
 memory_app = typer.Typer(
     help="Search and maintain an instance's memory: notes, wiki pages, the index and the graph.",
     **APP_SETTINGS,  # type: ignore[arg-type]
@@ -51,73 +36,11 @@ wiki_app = typer.Typer(help="List and read wiki pages.", **APP_SETTINGS)  # type
 graph_app = typer.Typer(help="Query and rebuild the graph.", **APP_SETTINGS)  # type: ignore[arg-type]
 memory_app.add_typer(wiki_app, name="wiki")
 memory_app.add_typer(graph_app, name="graph")
+graph_app.command("query", cls=Command)(memory_graph.graph_query)
+graph_app.command("rebuild", cls=Command)(memory_graph.graph_rebuild)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 KINDS = ("note", "wiki")
 PREVIEW_CHARS = 100
-
-
-@contextmanager
-def opened(
-    instance: str, lease: tuple[str, str] | None = None
-) -> Iterator[tuple[InstancePaths, Memory]]:
-    """The instance's memory for one command, its engines closed at the end.
-
-    With `lease` (command, action) the instance is leased first and let go last, after the
-    engines are closed: a host starting meanwhile never finds the graph's file locked.
-    Without, the command only reads, and the engines are opened so that they write nothing,
-    unless notes written by `mnemara note` wait to be indexed and no host holds the instance.
-    """
-    from runtime.config import load_config
-    from runtime.home import InstancePaths
-    from runtime.lease import InstanceLeasedError
-    from runtime.memory import open_memory
-    from runtime.memory.pending import Pending
-
-    paths = InstancePaths.for_name(instance).require()
-    with ExitStack() as stack:
-        waiting = len(Pending(paths.memory).sources()) if lease is None else 0
-        if waiting:
-            # Notes `mnemara note` left waiting: indexed and linked now, under the lease, when
-            # no host holds the instance (a running host takes them in at its next search).
-            try:
-                stack.enter_context(hold_instance(paths, "memory", "index new notes in it"))
-                lease = ("memory", "index new notes in it")
-                typer.echo(
-                    f"mnemara: indexing {waiting} new note{'' if waiting == 1 else 's'} "
-                    "written by `mnemara note` first",
-                    err=True,
-                )
-            except InstanceLeasedError:
-                typer.echo(
-                    "mnemara: notes written by `mnemara note` are searchable after the running "
-                    "host's next search",
-                    err=True,
-                )
-        elif lease is not None:
-            stack.enter_context(hold_instance(paths, *lease))
-        config = load_config(paths.config)
-        yield paths, stack.enter_context(open_memory(paths, config, read_only=lease is None))
-
-
-def shown(text: str, limit: int | None = None) -> str:
-    """Untrusted text on one line, cut to `limit`, hidden characters escaped."""
-    from runtime.policy.display import escape_for_display
-
-    line = " ".join(text.split())
-    if limit is not None and len(line) > limit:
-        line = line[: limit - 1] + "…"
-    return escape_for_display(line)
-
-
-def shown_page(text: str) -> str:
-    """A page's lines as written, each with its hidden characters escaped."""
-    from runtime.policy.display import escape_for_display
-
-    lines = text.split("\n")
-    return "\n".join(
-        escape_for_display(line.removesuffix("\r").replace("\t", "    ")) for line in lines
-    )
 
 
 @memory_app.command(cls=Command)
@@ -254,131 +177,6 @@ def wiki_show(
             EXIT_USAGE,
         )
     typer.echo(shown_page(text.rstrip("\n")))
-
-
-@graph_app.command("query", cls=Command)
-@reports_errors
-def graph_query(
-    cypher: Annotated[
-        str, typer.Argument(metavar="CYPHER", help="A read-only Cypher query (MATCH ... RETURN).")
-    ],
-    instance: InstanceOpt,
-    as_json: JsonOpt = False,
-) -> None:
-    """Run a read-only Cypher query on the graph (anything that writes is refused)."""
-    from runtime.config import load_config
-    from runtime.home import InstancePaths
-    from runtime.policy.cypher import require_read_only
-
-    require_read_only(cypher)  # refused before anything is opened
-    paths = InstancePaths.for_name(instance).require()
-    config = load_config(paths.config)
-    if not config.graph_enabled:
-        with opened(instance) as (_, memory):
-            memory.graph()  # says the graph is off, and where to switch it on
-    result = _query_read_only(paths, config.graph_engine, cypher)
-    if as_json:
-        typer.echo(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
-        return
-    typer.echo("\t".join(shown(column) for column in result.columns))
-    for row in result.rows:
-        typer.echo("\t".join(shown(_cell(row.get(column))) for column in result.columns))
-    if not result.rows:
-        typer.echo("(no rows)")
-
-
-def _query_read_only(paths: InstancePaths, engine: GraphEngine, cypher: str) -> QueryResult:
-    """The query on the instance's graph opened read-only (no byte written, no lease taken);
-    an empty result when there is no graph yet. With ladybug, a writer's checkpoint being
-    replayed refuses a read-only open for a moment: tried three times. kuzu refuses while a
-    writer (a running host) holds the file, and the error says so."""
-    from runtime.errors import EngineUnavailableError
-    from runtime.memory import QueryResult
-    from runtime.memory.engines import database_path
-    from runtime.memory.graph import open_graph
-
-    root = paths.root / "graph"
-    if not database_path(root, engine).exists():
-        if engine == "ladybug" and database_path(root, "kuzu").exists():
-            typer.echo(
-                f"mnemara: no ladybug graph yet, but the original mnemara's Kuzu graph is at "
-                f"{database_path(root, 'kuzu')}: `mnemara migrate --instance {paths.name}` "
-                'carries it over, or set graph_engine to "kuzu" in config.json to query it '
-                "in place",
-                err=True,
-            )
-        return QueryResult([], [])
-    for attempt in range(3):
-        try:
-            graph = open_graph(root, engine, instance=paths.name, read_only=True)
-            break
-        except EngineUnavailableError as exc:
-            if "recovery" not in str(exc) or attempt == 2:
-                raise
-            time.sleep(0.2)
-    try:
-        return graph.query(cypher)
-    finally:
-        graph.close()
-
-
-def _cell(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-@graph_app.command("rebuild", cls=Command)
-@reports_errors
-def graph_rebuild(instance: InstanceOpt) -> None:
-    """Clear the graph and build it again from the notes and wiki pages.
-
-    A graph file the engine cannot open (corrupt, or another engine's) is set aside, never
-    deleted, and an empty graph is built in its place.
-    """
-    from runtime.errors import EngineUnavailableError
-
-    try:
-        with opened(instance, ("memory graph rebuild", "rebuild its graph")) as (_, memory):
-            counts = rebuild(memory)
-    except EngineUnavailableError as exc:
-        if exc.store != "graph" or exc.path is None or not exc.path.is_file():
-            raise
-        typer.echo(f"mnemara: set the unreadable graph aside as {set_aside(exc.path)}", err=True)
-        with opened(instance, ("memory graph rebuild", "rebuild its graph")) as (_, memory):
-            counts = rebuild(memory)
-    notes, pages, nodes, edges = counts
-    typer.echo(
-        f"graph rebuilt from {notes} notes and {pages} wiki pages: {nodes} nodes, {edges} edges"
-    )
-
-
-def rebuild(memory: Memory) -> tuple[int, int, int, int]:
-    """(notes, pages, nodes, edges) after linking every note and page into a cleared graph."""
-    from runtime.memory.linking import rebuild_graph
-    from runtime.memory.progress import progress_bar
-
-    graph = memory.graph()
-    notes, pages = memory.notes.atoms(), memory.wiki.atoms()
-    bar = progress_bar(len(notes) + len(pages), "linking")
-    try:
-        nodes, edges = rebuild_graph(graph, notes, pages, bar)
-    finally:
-        bar.close()
-    return len(notes), len(pages), nodes, edges
-
-
-def set_aside(database: Path) -> Path:
-    """Rename a graph file and its companions (`.wal`, ...) to `<name>.broken-<time>`."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for companion in sorted(database.parent.glob(f"{database.name}.*")):
-        if ".broken-" not in companion.name:
-            companion.rename(
-                companion.with_name(
-                    f"{database.name}.broken-{stamp}{companion.name[len(database.name) :]}"
-                )
-            )
-    kept = database.with_name(f"{database.name}.broken-{stamp}")
-    database.rename(kept)
-    return kept
 
 
 @memory_app.command("quarantine", cls=Command)

@@ -36,7 +36,7 @@ def archive(
     ] = "archived by hand",
 ) -> None:
     """Set notes aside: search and replay leave them out until `mnemara memory restore`."""
-    from panels.cli.memory import opened
+    from panels.cli.memory_common import opened
     from runtime.memory.archiving import archive_notes
 
     wanted = list(dict.fromkeys(sources or []))
@@ -81,7 +81,7 @@ def restore(instance: InstanceOpt, sources: SourcesArg = None) -> None:
             )
         )
         return
-    from panels.cli.memory import opened
+    from panels.cli.memory_common import opened
     from runtime.memory.archiving import restore_notes
     from runtime.memory.progress import progress_bar
 
