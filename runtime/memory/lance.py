@@ -4,8 +4,7 @@ Sync API only: `Memory.run` calls it from a worker thread, one call at a time pe
 The original mnemara's table in the same directory (`memories`, 768-d nomic vectors) is never
 opened or dropped here; migration decides what to do with it.
 
-Filters are built with LanceDB's typed expressions (`lancedb.expr.col`/`lit`), never by
-pasting text into SQL: a source or kind is a literal value whatever characters it holds.
+Filters are typed expressions (lance_filters.py), never text pasted into SQL.
 
 A full-text index on `text` answers hybrid search's words (fulltext.py); a writer builds it
 with the table or on opening an older one. LanceDB searches rows it lacks yet flat.
@@ -33,6 +32,7 @@ from runtime.memory.fulltext import (
     pool_size,
     query_words,
 )
+from runtime.memory.lance_filters import among, is_quarantined, where_rows
 from runtime.memory.model import Atom, Hit
 from runtime.memory.protocols import Embedder, Progress
 
@@ -89,7 +89,7 @@ class LanceIndex:
         if self._table is None or not sources:
             return 0
         with self._guard():
-            result = self._table.delete(_among(sources))
+            result = self._table.delete(among(sources))
         return int(result.num_deleted_rows)
 
     def search(
@@ -107,7 +107,7 @@ class LanceIndex:
         (vector,) = self.embedder.embed([query])
         wanted = max(1, min(k, MAX_K))
         words = query_words(query) if mode == "hybrid" else []
-        where = _where(kind, include_quarantined)
+        where = where_rows(kind, include_quarantined)
         with self._guard():
             if not words:  # vector mode, or no word in the query names something exactly
                 near = self._nearest(vector, wanted, where)
@@ -128,7 +128,7 @@ class LanceIndex:
         if self._table is None or not sources:
             return 0
         with self._guard():
-            result = self._table.update(where=_among(sources), values={"quarantined": quarantined})
+            result = self._table.update(where=among(sources), values={"quarantined": quarantined})
         return int(result.rows_updated)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -168,7 +168,7 @@ class LanceIndex:
         if self._table is None:
             self._table = self._create(len(vectors[0]))
         # A rewrite keeps the source's quarantine: the operator releases it, not a re-index.
-        held = self._table.search().where(_among([a.source for a in atoms]) & _is_quarantined())
+        held = self._table.search().where(among([a.source for a in atoms]) & is_quarantined())
         kept = {row["source"] for row in held.select(["source"]).limit(None).to_list()}
         rows = [
             _row(atom, vector, atom.source in kept)
@@ -367,36 +367,3 @@ def _row(atom: Atom, vector: list[float], quarantined: bool) -> dict[str, Any]:
         "quarantined": quarantined,
         "vector": vector,
     }
-
-
-def _literal(value: str) -> Any:
-    """A string as a typed literal; refuses non-strings so nothing else reaches a predicate."""
-    from lancedb.expr import lit
-
-    if not isinstance(value, str):
-        raise TypeError(f"a filter value must be a string, not {type(value).__name__}")
-    return lit(value)
-
-
-def _among(sources: Sequence[str]) -> Any:
-    """`source IN (...)` as a typed expression: each source is a literal, never SQL text."""
-    from lancedb.expr import col
-
-    return col("source").isin([_literal(source) for source in dict.fromkeys(sources)])
-
-
-def _where(kind: str | None, include_quarantined: bool) -> Any:
-    """What search may return, as a typed expression (None: every row)."""
-    from lancedb.expr import col
-
-    where = None if include_quarantined else ~_is_quarantined()
-    if kind is not None:
-        by_kind = col("kind") == _literal(kind)
-        where = by_kind if where is None else where & by_kind
-    return where
-
-
-def _is_quarantined() -> Any:
-    from lancedb.expr import col, lit
-
-    return col("quarantined") == lit(True)
