@@ -172,10 +172,10 @@ def main() -> int:
         description="Measure the dashboard: lag while panels stream, idle CPU, a long "
         "transcript's scroll, and commit-to-screen latency."
     )
-    parser.add_argument("--seconds", type=float, default=20.0,
-                        help="how long the panels stream (default 20)")  # fmt: skip
-    parser.add_argument("--idle-seconds", type=float, default=15.0,
-                        help="how long the idle CPU is measured (default 15)")  # fmt: skip
+    parser.add_argument("--seconds", type=float,
+                        help="how long the panels stream (default 20, quick 3)")  # fmt: skip
+    parser.add_argument("--idle-seconds", type=float,
+                        help="how long idle CPU is measured (default 15, quick 3)")  # fmt: skip
     parser.add_argument("--panels", type=int, default=8,
                         help="panels streaming, and idle (default 8)")  # fmt: skip
     parser.add_argument("--lines", type=int, default=100_000,
@@ -196,8 +196,12 @@ def main() -> int:
                         "lag and paint figures with and without")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="seed of the text and the steps")
     args = parser.parse_args()
+    # --quick shortens what is not given: a smoke test can shorten the phases further.
+    if args.seconds is None:
+        args.seconds = 3.0 if args.quick else 20.0
+    if args.idle_seconds is None:
+        args.idle_seconds = 3.0 if args.quick else 15.0
     if args.quick:
-        args.seconds, args.idle_seconds = 3.0, 3.0
         args.lines, args.steps = 5_000, 30
     if args.tmux and not Path(TMUX).exists():
         print(f"--tmux needs tmux at {TMUX}; install it or run headless", file=sys.stderr)
