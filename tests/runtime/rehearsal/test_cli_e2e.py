@@ -31,6 +31,16 @@ pytestmark = [
     pytest.mark.skipif(not CLI.exists(), reason=f"the SDK's bundled CLI is not installed at {CLI}"),
 ]
 
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The CLI is a process of its own, the same whichever loop runs the server; the server
+    on both backends is test_server.py's (real loopback HTTP), and the bundled CLI against it
+    on asyncio is tests/e2e/'s (every test there runs on both): repeating each CLI run here
+    per backend cost a CLI session a test and proved nothing more."""
+    return "trio"  # the host's own backend
+
+
 # Long enough that tools + system pass the 1,024-token minimum, so the CLI's breakpoints cache.
 ROLE_DOC = "# Role\nYou are a careful engineer on a rehearsal team.\n" + "Keep notes short. " * 300
 
