@@ -34,6 +34,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 PROBE = "probe.py"
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """What holds an escape here is the kernel (bubblewrap), the relay (a process inside)
+    and the gateway (threads): none of them runs on the loop, which only spawns the same
+    launcher script either way. Every sandboxed driver mnemara runs is on trio (the host,
+    `rehearse`, `record`); the driver on both loops is tests/e2e/'s. Each row run again on
+    asyncio cost a CLI session and proved nothing more."""
+    return "trio"  # the host's own backend
+
+
 def allowing(*patterns: str) -> InstanceConfig:
     bash = ToolPolicy(tool="Bash", mode="ask", allowed_patterns=patterns)
     others = tuple(p for p in default_tool_policies() if p.tool != "Bash")
