@@ -68,7 +68,10 @@ def opened(
         elif lease is not None:
             stack.enter_context(hold_instance(paths, *lease))
         config = load_config(paths.config)
-        yield paths, stack.enter_context(open_memory(paths, config, read_only=lease is None))
+        memory = stack.enter_context(open_memory(paths, config, read_only=lease is None))
+        if waiting and lease is not None:
+            memory.catch_up()  # now, whichever engine the command itself goes on to use
+        yield paths, memory
 
 
 def shown(text: str, limit: int | None = None) -> str:

@@ -119,7 +119,7 @@ class Memory:
         if held is not None and self._quarantine_seen != held:
             self._quarantine_seen = held
             sync_index(self)  # a turn was quarantined or released since the last look
-        self._catch_up()
+        self.catch_up()
         return self._index
 
     def search(
@@ -154,10 +154,10 @@ class Memory:
                     "the graph is off (graph_enabled is false in config.json)", store="graph"
                 )
             self._graph = self._opened("graph", self._open_graph)
-        self._catch_up()
+        self.catch_up()
         return self._graph
 
-    def _catch_up(self) -> None:
+    def catch_up(self) -> None:
         """Index and link the notes `mnemara note` left waiting (pending.py), once each."""
         if self.pending is None or self.read_only or self._catching_up:
             return

@@ -55,3 +55,14 @@ def test_a_queue_in_the_way_keeps_the_note_and_says_how_to_index_it(
     assert "not queued for the search index" in err and "`mnemara memory index -i t1`" in err
     code, _, err = mnemara("memory", "search", "kept", "-i", "t1")
     assert code == 1 and ".unindexed: not a regular file; move it out of the way" in err
+
+
+def test_a_wiki_command_that_takes_the_lease_for_waiting_notes_indexes_them(
+    instance: InstancePaths,
+) -> None:
+    assert mnemara("note", "-i", "t1", "v2.4.1", "went", "out")[0] == 0
+    code, _, err = mnemara("memory", "wiki", "ls", "-i", "t1")
+    assert code == 0 and "indexing 1 new note" in err
+    assert Pending(instance.memory).sources() == []
+    code, out, err = mnemara("memory", "search", "v2.4.1", "-i", "t1", "-k", "1")
+    assert code == 0 and "words: v2.4.1" in out and err == ""
