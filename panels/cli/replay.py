@@ -177,13 +177,13 @@ def counted(n: int, thing: str) -> str:
 def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
     """The plan as a person reads it, then what was written (or that nothing was)."""
     lines = [
-        f"replay read {plan.read} note{'' if plan.read == 1 else 's'} "
+        f"replay read {counted(plan.read, 'note')} "
         f"from the last {plan.days} days "
         f"(threshold {plan.threshold}, {plan.pages} wiki pages compared): "
         f"{plan.read - len(plan.duplicates)} kept, {len(plan.duplicates)} to archive, "
-        f"{len(plan.patterns)} pattern{'' if len(plan.patterns) == 1 else 's'} "
+        f"{counted(len(plan.patterns), 'pattern')} "
         f"({len(plan.proposals)} to propose), "
-        f"{len(plan.conflicts)} pair{'' if len(plan.conflicts) == 1 else 's'} to reconcile"
+        f"{counted(len(plan.conflicts), 'pair')} to reconcile"
     ]
     for i, pattern in enumerate(plan.patterns, 1):
         text = " ".join(pattern.representative.text.split())[:100]
