@@ -7,6 +7,9 @@ session (allow the tool until the session ends; hazards still ask).
 
 Asks are taken one at a time, and each call is decided again once it is its turn: an earlier
 "always" or "session" answer may already cover it, and the operator is not asked twice.
+The live path's two questions about one call (the PreToolUse hook and `can_use_tool`) are
+answered from one decision by the driver's gate (runtime/claude/approval.py), the one cache of
+decisions per call: the approver decides every call it is given.
 
 The decision itself runs in a worker thread: it resolves paths on disk and parses commands
 up to the caps in limits.py, and every panel of the host shares one event loop.
@@ -14,7 +17,6 @@ up to the caps in limits.py, and every panel of the host shares one event loop.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,10 +33,6 @@ from runtime.policy.policy import PolicyState, Verdict, decide
 
 __all__ = ["Answer", "Asker", "HeadlessAsker", "PolicyApprover", "denial_message", "prompt_text"]
 from runtime.policy.rules import remember_targets
-
-# The live path may consult the approver twice for one call (PreToolUse hook and
-# can_use_tool); a yes-once answer is remembered for that call id so the second check agrees.
-_ANSWERED_CAPACITY = 256
 
 
 def prompt_text(verdict: Verdict, *, max_chars: int = 2_000) -> str:
@@ -92,7 +90,6 @@ class PolicyApprover:
         self._rules_path = rules_path
         self._log = log
         self._ask_lock = anyio.Lock()
-        self._answered: OrderedDict[str, bool] = OrderedDict()
 
     @property
     def state(self) -> PolicyState:
@@ -102,8 +99,6 @@ class PolicyApprover:
         """Decide `call`, asking when the verdict is `ask`. `outside_sandbox`: the call is
         carried out by the host itself (our own tools read files there), so the sandbox does
         not contain it and the strict rules decide."""
-        if call.tool_use_id in self._answered:
-            return self._finish(call, None, allow=self._answered[call.tool_use_id], asked=True)
         context = replace(self.context, containment=None) if outside_sandbox else self.context
         verdict = await self._decide(call, context)
         if verdict.action != "ask":
@@ -118,9 +113,6 @@ class PolicyApprover:
             elif answer is Answer.ALWAYS and verdict.remember:
                 await self._remember(call.name, verdict.remember)
         allowed = answer is not Answer.NO
-        self._answered[call.tool_use_id] = allowed
-        while len(self._answered) > _ANSWERED_CAPACITY:
-            self._answered.popitem(last=False)
         return self._finish(call, verdict, allow=allowed, asked=True, answer=answer)
 
     async def _decide(self, call: ToolCallRequest, context: PolicyContext) -> Verdict:
@@ -152,13 +144,13 @@ class PolicyApprover:
     def _finish(
         self,
         call: ToolCallRequest,
-        verdict: Verdict | None,
+        verdict: Verdict,
         *,
         allow: bool,
         asked: bool,
         answer: Answer | None = None,
     ) -> Decision:
-        if self._log is not None and verdict is not None:
+        if self._log is not None:
             self._log.write(
                 "tool_call",
                 "permission",
@@ -172,11 +164,7 @@ class PolicyApprover:
             )
         if allow:
             return Decision(allow=True)
-        if verdict is None:
-            message = f"{call.name} call was not approved by the operator."
-        else:
-            message = denial_message(verdict, asked=asked)
-        return Decision(allow=False, message=message)
+        return Decision(allow=False, message=denial_message(verdict, asked=asked))
 
 
 def _exact(tool: str, targets: tuple[str, ...]) -> list[SafePattern]:

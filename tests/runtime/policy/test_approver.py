@@ -10,8 +10,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
 
 import runtime.policy.approver as approver_module
+from runtime.claude.approval import ApprovalGate
 from runtime.debuglog import DebugLog
 from runtime.driver import ToolCallRequest
 from runtime.policy.approver import (
@@ -74,12 +76,26 @@ async def test_yes_allows_once(machine: Machine) -> None:
     assert len(asker.asked) == 2
 
 
-async def test_the_same_call_id_is_not_asked_twice(machine: Machine) -> None:
+async def test_the_hook_and_the_prompt_about_one_call_ask_the_operator_once(
+    machine: Machine,
+) -> None:
+    # The live path's two questions are answered by the driver's gate, the one cache.
     asker = ScriptedAsker(Answer.YES)
-    gate = approver(machine, asker)
-    assert (await gate.decide(bash("make build", "a"))).allow
-    assert (await gate.decide(bash("make build", "a"))).allow  # hook, then can_use_tool
+    gate = ApprovalGate(approver(machine, asker))
+    hook = {"tool_name": "Bash", "tool_input": {"command": "make build"}, "tool_use_id": "a"}
+    assert await gate.pre_tool_use(hook, "a", {"signal": None}) == {}
+    prompt = ToolPermissionContext(tool_use_id="a")
+    allowed = await gate.can_use_tool("Bash", {"command": "make build"}, prompt)
+    assert isinstance(allowed, PermissionResultAllow)
     assert len(asker.asked) == 1
+
+
+async def test_the_approver_keeps_no_cache_of_its_own(machine: Machine) -> None:
+    asker = ScriptedAsker(Answer.YES, Answer.NO)
+    policy = approver(machine, asker)
+    assert (await policy.decide(bash("make build", "a"))).allow
+    assert not (await policy.decide(bash("make build", "a"))).allow  # asked again: no
+    assert len(asker.asked) == 2
 
 
 async def test_always_persists_the_exact_targets(machine: Machine) -> None:
