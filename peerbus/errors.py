@@ -8,6 +8,8 @@ PeerbusError                  root of everything peerbus raises on purpose
 │   ├── SchemaTooNewError     the file was migrated by a newer peerbus
 │   └── BusGoneError          the bus file vanished or cannot be written (read-only)
 ├── BusBusyError              the write lock stayed taken past the retry deadline
+├── GateTimeout               inside the SQLite runner only: the writers' gate stayed taken
+│                             (peerbus/sqlite/gate.py); raised to callers as BusBusyError
 ├── InvalidRoleError          a sender, recipient or sender filter is not a usable role name
 ├── InvalidKeyError           an idempotency key handed to `submit` is not usable
 └── PayloadError              a payload handed to `submit` is refused

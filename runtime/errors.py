@@ -21,6 +21,8 @@ MnemaraError                      root of everything the runtime raises on purpo
 ├── CheckpointError               a checkpoint of a panel's files cannot be taken, read or restored
 │   └── CheckpointNotFoundError   no checkpoint has the number asked for (or there is none)
 ├── RehearsalError                the rehearsal model cannot serve (runtime/rehearsal/errors.py)
+├── SandboxUnavailable            the sandbox is required and cannot be built on this machine
+│                                 (runtime/sandbox/launch.py)
 └── DriverError                   a turn could not be run by the model driver
     ├── CredentialsError          no API key, login or base URL the CLI can use
     ├── PromptTooLongError        the model service refused the prompt's size

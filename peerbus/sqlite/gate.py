@@ -19,9 +19,12 @@ import os
 import threading
 from pathlib import Path
 
+from peerbus.errors import PeerbusError
 
-class GateTimeout(Exception):
-    """The gate stayed taken until the deadline (turned into BusBusyError by the caller)."""
+
+class GateTimeout(PeerbusError):
+    """Raised by `WriterGate.acquire` when the gate stayed taken until the deadline; the
+    transaction runner (txn.py) turns it into BusBusyError at once, so no caller sees it."""
 
 
 class WriterGate:

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime.errors import MnemaraError
 from runtime.policy.context import Containment
 from runtime.sandbox.gateway import Gateway, allowed_targets
 from runtime.sandbox.placeholders import Placeholders
@@ -29,8 +30,9 @@ RELAY = Path(__file__).with_name("relay.py")
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 
-class SandboxUnavailable(RuntimeError):
-    """The sandbox was required and cannot be built here."""
+class SandboxUnavailable(MnemaraError):
+    """Raised by `sandbox_for` when the settings require the sandbox and bubblewrap cannot
+    build it here; the message says why (the host adds how to run unconfined instead)."""
 
 
 @dataclass(frozen=True)
