@@ -248,8 +248,9 @@ class Session:
         self, recipient: str | None, payload: dict[str, Any], topic: str | None = None
     ) -> str:
         """Queue a message to send (`recipient` None: everyone) once the turn in flight commits
-        (runtime/turn_sends.py); the label the model can cite. Raises RuntimeError outside a
-        turn, ValueError for a payload that is not a JSON-serialisable object."""
+        (runtime/turn_sends.py); the label the model can cite. `payload` is a JSON object the
+        caller has checked and no longer touches (the host checks it against its bus's caps).
+        Raises RuntimeError outside a turn."""
         return self.sends.queue(recipient, payload, topic)
 
     def note_commit(self, key: str, value: str) -> None:

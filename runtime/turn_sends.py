@@ -40,7 +40,7 @@ class TurnSends:
                 "queue_send is only valid while a turn is in flight (from a tool the turn "
                 "calls); outside a turn there is no commit to send with"
             )
-        draft = OutboxDraft.new(recipient, payload, topic)  # checks the payload
+        draft = OutboxDraft.new(recipient, payload, topic)
         label = send_label(self._row, len(self._drafts))
         self._drafts.append(draft)
         return label

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from panels.host.checkpoints import rewind_panel
 from panels.host.delivery import OPERATOR, operator_route
-from panels.host.outbox import NotQueuedError, queue
+from panels.host.outbox import NotQueuedError
 from panels.host.panel import PanelRunner
 from panels.host.services import HostServices
 from panels.host.tickets import Ticket, Tickets
@@ -135,10 +135,10 @@ class Dispatcher:
         if isinstance(verb, verbs.Nudge):
             payload = {"type": "nudge", "text": verb.text}
             giver = self.panels.get(by)
-            if giver is not None and giver.turn is not None:
+            if giver is not None and giver.outbox is not None:
                 # A watchdog's nudge is a send of its turn: it goes out with the turn.
                 try:
-                    label = queue(giver, runner.name, payload)
+                    label = giver.outbox.queue(runner.name, payload)
                 except NotQueuedError as exc:
                     raise VerbRefusedError(str(exc)) from None
                 return Outcome(True, f"nudge for {runner.name} queued as outbox entry {label}; "

@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 
 from panels.host.asker import Approvals
-from panels.host.bustools import bus_tools
+from panels.host.bustools import PanelPort, bus_tools
 from panels.host.confine import SHARED, UNCONFINED, team_sandbox
 from panels.host.control import serve_control
 from panels.host.delivery import OPERATOR, operator_route
@@ -291,7 +291,10 @@ class Host:
         return [r.spent() for r in self.panels.values()]
 
     def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
-        tools = bus_tools(runner)
+        names = frozenset(p.name for p in self.team.panels)
+        port = PanelPort(runner.name, self.services.bus, names, runner.spec.listens_to,
+                         runner.seen, lambda: runner.outbox)  # fmt: skip
+        tools = bus_tools(port)
         if runner.spec.is_watchdog:
             tools += watchdog_tools(self, runner.name)
         return tools

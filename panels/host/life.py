@@ -109,7 +109,7 @@ async def live(
         runner.dead_letters = await _dead_letter_count(runner)
         await runner.count_window()
         await _note_acks(runner, session)
-        await publish(runner, session)
+        await publish(spec.name, session.store, host)
         runner.set_state(runner.resting_state(), runner.halt_detail())
         task_status.started()
         try:

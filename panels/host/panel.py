@@ -42,6 +42,7 @@ from runtime.guard.guard import Guard, GuardSettings, NotStarted
 from runtime.guard.records import HaltRecord
 
 if TYPE_CHECKING:
+    from panels.host.sendport import Outbox
     from runtime.session import Session
 
 _SEEN_CAPACITY = 500
@@ -94,6 +95,7 @@ class PanelRunner:
         self.position = 0  # its place in the team file (the host sets it)
         self.sandbox = ""  # how its tools run (PanelRow.sandbox; each life sets it)
         self.turn: TurnContext | None = None
+        self.outbox: Outbox | None = None  # the sends of the turn in flight (run_turn)
         self.recent_calls: deque[tuple[float, str]] = deque(maxlen=20)
         self.wakeup = Wakeup()
         self.session: Session | None = None

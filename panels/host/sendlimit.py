@@ -27,14 +27,16 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from panels.errors import PanelsError
 from panels.team import SendLimits
 
 __all__ = ["SendLimiter", "SendLimits", "SendRefused", "fingerprint"]
 
 
-class SendRefused(Exception):
-    """The host refused a send; the message says why and what to do instead. `per_turn`:
-    refused for the turn's own limit only, so a later turn may send it (followup.py)."""
+class SendRefused(PanelsError):
+    """Raised by `SendLimiter.check` when the host refuses a send; the message says why and
+    what to do instead. `per_turn`: refused for the turn's own limit only, so a later turn may
+    send it (followup.py). The turn's outbox turns it into a NotQueuedError (outbox.py)."""
 
     def __init__(self, message: str, *, per_turn: bool = False) -> None:
         super().__init__(message)

@@ -49,7 +49,7 @@ import anyio
 from panels.host.checkpoints import before_turn
 from panels.host.delivery import TurnInput, operator_route
 from panels.host.followup import FOLLOW_UP_LABEL, UNLOGGED_META, UNSENT_META
-from panels.host.outbox import publish
+from panels.host.outbox import TurnOutbox, publish
 from panels.host.panel import PanelRunner
 from panels.host.poison import Verdict, judge
 from panels.host.services import TurnContext
@@ -103,6 +103,9 @@ async def run_turn(
         runner.remember(list(delivered.values()))
     turn = TurnContext(runner.turns + 1, delivered, host.clock(), follow_up=follow_up)
     runner.turn = turn
+    # All the bus tools' sends may touch, built once for this turn (bustools.py asks it).
+    runner.outbox = TurnOutbox(runner.name, turn, session, runner.send_limits, host.bus.options,
+                               runner.seen, log.emit)  # fmt: skip
     if bus is host.operator_bus:  # tickets are by operator message id (that bus's ids)
         tickets.delivered(runner.name, turn_input.consumed_ids, turn.number)
     log.emit(Delivered(panel=runner.name, turn=turn.number, ids=turn_input.consumed_ids,
@@ -160,7 +163,7 @@ async def run_turn(
                 row = session.last_turn_row if session.last_turn_row != row_before else None
                 await settle(runner, session, bus, claims, failed=reason if failed else None,
                              drop_operator=drop, error=error, input_row=row)  # fmt: skip
-                await publish(runner, session)
+                await publish(runner.name, session.store, host)
             runner.failed_turn_ids = frozenset(delivered) if failed else frozenset()
             if outcome == "done":
                 runner.failure_book.turn_done()
@@ -303,6 +306,7 @@ def finish(
     tickets: Tickets,
 ) -> None:
     runner.turn = None
+    runner.outbox = None
     runner.host.turn_ended.set()
     runner.turns += 1
     runner.host.log.emit(

@@ -178,32 +178,24 @@ async def test_failed_turn_records_neither_and_its_rerun_sends_once(
     assert [e.payload for e in sent] == [{"try": 2}]
 
 
-async def test_queue_send_is_refused_outside_a_turn_and_for_bad_payloads(
+async def test_queue_send_is_refused_outside_a_turn(
     instance: InstancePaths, approver: object
 ) -> None:
     tool = SendTool()
-    driver = ScriptedDriver([sending({"bad": float("nan")}), reply("done")])
+    driver = ScriptedDriver([reply("done")])
     async with with_tool(tool, driver, approver) as s:
         with pytest.raises(RuntimeError, match="only valid while a turn is in flight"):
             s.queue_send("eng", {"text": "early"})
-        events = await run(s, "try it")
+        await run(s, "try it")
         with pytest.raises(RuntimeError, match="only valid while a turn is in flight"):
             s.queue_send(None, {"text": "late"})
         assert await s.store.outbox(limit=10) == []
-    (result,) = [e for e in events if isinstance(e, ToolResult)]
-    assert result.is_error and "JSON-serialisable" in result.content
 
 
-def test_a_draft_is_checked_and_copied_when_made() -> None:
-    payload: dict[str, Any] = {"items": (1, 2), "nested": {"a": 1}}
-    made = OutboxDraft.new(None, payload, "t")
-    payload["nested"]["a"] = 2
-    assert made.payload == {"items": [1, 2], "nested": {"a": 1}}
-    assert made.recipient is None and made.topic == "t"
-    assert OutboxDraft.new(None, {}, None).key != made.key
-    for bad in ({"x": {1, 2}}, {"x": float("inf")}, ["not", "an", "object"]):
-        with pytest.raises(ValueError, match="payload must be"):
-            OutboxDraft.new("eng", bad, None)  # type: ignore[arg-type]
+def test_each_draft_has_a_key_of_its_own() -> None:
+    made = OutboxDraft.new(None, {"text": "a"}, "t")
+    assert (made.recipient, made.payload, made.topic) == (None, {"text": "a"}, "t")
+    assert OutboxDraft.new(None, {"text": "a"}, "t").key != made.key
 
 
 async def test_opening_a_session_prunes_settled_delivery_state(

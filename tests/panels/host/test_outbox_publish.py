@@ -97,17 +97,6 @@ class Host:
     loops: Published | None = field(default_factory=Published)
 
 
-@dataclass
-class Runner:
-    host: Host
-    name: str = "writer"
-
-
-@dataclass
-class Session:
-    store: AsyncTurnStore
-
-
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[AsyncTurnStore]:
     async with open_turn_store(tmp_path / "turns.sqlite") as opened:
@@ -158,7 +147,7 @@ async def test_sends_go_out_in_queue_order_whichever_bus_fed_their_turn(
     fourth = await commit(store, None, note("5"))  # an unknown source is in every answer
     fifth = await commit(store, operator_bus.identity, note("6"))
 
-    assert await publish(Runner(host), Session(store)) == 6
+    assert await publish("writer", store, host) == 6
 
     assert bus.submits == ["1", "2", "3", "4", "5", "6"]  # each once, in queue order
     sent = [e for e in host.log.events if isinstance(e, MessageSent)]
@@ -198,7 +187,7 @@ async def test_without_other_sources_only_the_team_bus_turns_publish(
     await commit(store, team_bus.identity, note("a"))
     await commit(store, "elsewhere", note("b"))
     await commit(store, None, note("c"))
-    assert await publish(Runner(host), Session(store)) == 2
+    assert await publish("writer", store, host) == 2
     assert host.bus.submits == ["a", "c"]
     assert texts(await store.outbox_pending()) == ["b"]
 
@@ -220,7 +209,7 @@ async def test_a_send_refused_for_good_is_marked_failed_and_the_rest_go_on(
     refused = [note(text, to=None) for text in REFUSALS]
     row = await commit(store, team_bus.identity, note("1"), *refused, note("2"))
 
-    assert await publish(Runner(host), Session(store)) == 2
+    assert await publish("writer", store, host) == 2
 
     failed = [e for e in host.log.events if isinstance(e, SendFailed)]
     assert failed == [
@@ -234,7 +223,7 @@ async def test_a_send_refused_for_good_is_marked_failed_and_the_rest_go_on(
         (str(refusal), None) for refusal in REFUSALS.values()
     ]
     # A second round has nothing left: a failed send is not tried again.
-    assert await publish(Runner(host), Session(store)) == 0
+    assert await publish("writer", store, host) == 0
     assert bus.submits == ["1", *REFUSALS, "2"]
 
 
@@ -247,7 +236,7 @@ async def test_a_busy_bus_stops_the_round_and_the_rest_go_out_next_time_in_order
     host = Host(bus, team_bus)
     row = await commit(store, team_bus.identity, note("1"), note("2"), note("3"))
 
-    assert await publish(Runner(host), Session(store)) == 1
+    assert await publish("writer", store, host) == 1
 
     assert bus.submits == ["1", "2"]  # nothing after the busy one is tried
     assert [e for e in host.log.events if isinstance(e, Warned)] == [
@@ -257,7 +246,7 @@ async def test_a_busy_bus_stops_the_round_and_the_rest_go_out_next_time_in_order
     assert texts(await store.outbox_pending()) == ["2", "3"]
 
     del bus.refuse["2"]
-    assert await publish(Runner(host), Session(store)) == 2
+    assert await publish("writer", store, host) == 2
     assert bus.submits == ["1", "2", "2", "3"]
     assert [e.text for e in host.log.events if isinstance(e, MessageSent)] == ["1", "2", "3"]
 
@@ -271,7 +260,7 @@ async def test_a_send_published_again_after_a_crash_gets_the_id_of_its_first_cop
     [entry] = await store.outbox_pending()
     first = await team_bus.submit("writer", "reader", entry.payload, key=entry.key)
 
-    assert await publish(Runner(host), Session(store)) == 1
+    assert await publish("writer", store, host) == 1
 
     [sent] = [e for e in host.log.events if isinstance(e, MessageSent)]
     assert sent.id == first
@@ -291,7 +280,7 @@ async def test_what_the_log_says_was_published(
         {"text": ["not", "a", "string"]},
     ]
     row = await commit(store, team_bus.identity, *(("reader", p, "t") for p in payloads))
-    assert await publish(Runner(host), Session(store)) == 4
+    assert await publish("writer", store, host) == 4
     ids = sorted(r.id for r in await team_bus.history(limit=10))
 
     def said(n: int, text: str) -> MessageSent:
