@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from panels.cli.errors import EXIT_BUS, EXIT_FAILURE, report
+from panels.errors import PanelsError
+from panels.host.dispatch import Dispatcher, VerbRefusedError
+from panels.host.tickets import Tickets
+from panels.hostdb import verbs
 from peerbus.errors import PeerbusError
 from peerbus.sqlite.gate import GateTimeout, WriterGate
 from runtime.errors import MnemaraError
@@ -35,3 +41,27 @@ def test_a_gate_timeout_is_the_buss_error(tmp_path: Path) -> None:
         holder.release()
         holder.close()
         waiter.close()
+
+
+class _Log:
+    """The dispatcher's event log, keeping what it would write."""
+
+    def __init__(self) -> None:
+        self.written: list[Any] = []
+
+    async def commit(self, *events: Any, answer: Any = None) -> None:
+        self.written.extend(events)
+
+
+@pytest.mark.anyio
+async def test_a_refused_verb_is_a_failed_outcome_caught_as_a_panels_error() -> None:
+    assert issubclass(VerbRefusedError, PanelsError)
+    log = _Log()
+    services: Any = SimpleNamespace(log=log)
+    dispatcher = Dispatcher(services, {}, Tickets(), lambda: None)
+    outcome = await dispatcher.apply(verbs.Pause(panel="ghost"))
+    assert not outcome.ok
+    assert outcome.text == "no panel 'ghost' in this team (panels: none)"
+    refused = await dispatcher.apply(verbs.Shutdown(), by="watchdog")
+    assert (refused.ok, refused.text) == (False, "only the operator stops the host")
+    assert [(e.verb, e.ok) for e in log.written] == [("pause", False), ("shutdown", False)]

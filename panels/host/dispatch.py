@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from panels.errors import PanelsError
 from panels.host.checkpoints import rewind_panel
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.outbox import NotQueuedError
@@ -44,8 +45,9 @@ class Outcome:
     bus: str = ""  # the identity of the bus it is on
 
 
-class VerbRefusedError(Exception):
-    """Raised inside the dispatcher for a verb that cannot apply; becomes a failed outcome."""
+class VerbRefusedError(PanelsError):
+    """Raised inside the dispatcher for a verb that cannot apply now (an unknown panel, a
+    question nobody asks); `apply` turns it into a failed outcome, so it never leaves here."""
 
 
 def halt_record(reason: str, by: str) -> HaltRecord:
@@ -78,9 +80,7 @@ class Dispatcher:
     ) -> Outcome:
         try:
             outcome = await self._apply(verb, by)
-        except VerbRefusedError as exc:
-            outcome = Outcome(False, str(exc))
-        except (MnemaraError, PeerbusError, OSError) as exc:
+        except (MnemaraError, PeerbusError, OSError) as exc:  # a refusal is a MnemaraError too
             outcome = Outcome(False, str(exc) or type(exc).__name__)
         text = verb.text if isinstance(verb, verbs.Input | verbs.Nudge) else ""
         applied = VerbApplied(panel=verb.panel, id=command_id, verb=verb.name, by=by,
