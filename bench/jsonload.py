@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/jsonload.py [--rounds 20000]
 
-Two documents, each decoded `--rounds` times by `json.loads` and by `runtime.jsonload.
+Two documents, each decoded `--rounds` times by `json.loads` and by `sqlitekit.jsonload.
 load_json` (the 492 KB one a fiftieth as often): a 2 KB turn-store row, which has too few
 brackets to nest past the cap and skips the scan, and a 492 KB document with thousands of
 brackets, which is scanned. Each line prints the ratio and the load average.
@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 ROW = json.dumps(
     [

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "bench" / "mutation"
 WORK = ROOT / ".mutmut"
-PACKAGES = ("runtime", "peerbus", "panels")
+PACKAGES = ("runtime", "peerbus", "panels", "sqlitekit")
 MUTMUT = Path(sys.executable).parent / "mutmut"
 KILLED = {"killed", "timeout"}
 RETRY = {"survived", "no tests"}

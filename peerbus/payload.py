@@ -18,7 +18,7 @@ from peerbus.errors import (
     PayloadNotObjectError,
     PayloadTooLargeError,
 )
-from peerbus.jsonload import JsonLimitError, load_json
+from sqlitekit.jsonload import JsonLimitError, load_json
 
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
 MAX_KEY = 200

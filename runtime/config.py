@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runtime.errors import ConfigError
 from runtime.guard.settings import LimitsConfig
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 ToolMode = Literal["allow", "ask", "deny"]
 GraphEngine = Literal["ladybug", "kuzu"]

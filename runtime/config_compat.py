@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from runtime.config import InstanceConfig, read_original_forms, write_text_atomic
 from runtime.errors import ConfigError
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 # Every field the original's `init` writes (its Config dataclass, in its order). Of these,
 # replay_cluster_within_category is unknown to us and is kept as it is.

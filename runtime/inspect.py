@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.config import InstanceConfig
-from runtime.jsonload import load_json
 from runtime.rows import Row, Slot, estimate_tokens, text_of
+from sqlitekit.jsonload import load_json
 
 if TYPE_CHECKING:
     from runtime.store import TurnStore

@@ -36,7 +36,7 @@ from types import TracebackType
 
 from runtime.errors import InstanceError, InstanceNotFoundError
 from runtime.home import InstancePaths
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 __all__ = [
     "LEASE_FILE",

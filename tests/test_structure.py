@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("runtime", "peerbus", "panels")
+PACKAGES = ("runtime", "peerbus", "panels", "sqlitekit")
 
 
 def _cycles(graph: grimp.ImportGraph, skip: set[str]) -> list[list[str]]:

@@ -79,7 +79,7 @@ def send(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit one message. The sender is --from (default `operator`), never the payload."""
-    from peerbus.jsonload import JsonLimitError, load_json
+    from sqlitekit.jsonload import JsonLimitError, load_json
 
     text = sys.stdin.read() if payload == "-" else payload
     try:

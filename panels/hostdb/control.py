@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from panels.hostdb.schema import write
 from panels.hostdb.verbs import Verb
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 CommandState = Literal["pending", "done", "failed"]
 

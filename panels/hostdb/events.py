@@ -17,7 +17,7 @@ from typing import Any
 from panels.hostdb.catalogue import HostEvent, UnknownEvent, decode
 from panels.hostdb.control import CommandAnswer, answer_in
 from panels.hostdb.schema import write
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 
 @dataclass(frozen=True)

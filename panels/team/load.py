@@ -32,9 +32,9 @@ from peerbus.location import parse_location, redact
 from runtime.checkpoint.model import CheckpointSettings
 from runtime.config import ToolPolicy
 from runtime.home import mnemara_home
-from runtime.jsonload import load_toml
 from runtime.sandbox import SandboxSettings
 from runtime.sandbox.settings import foreign_bus_files
+from sqlitekit.jsonload import load_toml
 
 # Error types whose message already says what was wrong with the value.
 _NO_INPUT = frozenset({"missing", "value_error", DUPLICATE_ERROR})

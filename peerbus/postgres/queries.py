@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Literal
 
-from peerbus.jsonload import load_json
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
 from peerbus.postgres.candidates import OPEN, route_params, rows_sql
 from peerbus.postgres.pool import Conn
 from peerbus.routing import Route
+from sqlitekit.jsonload import load_json
 
 
 def _opt(value: object) -> str | None:

@@ -10,13 +10,13 @@ import json
 import sqlite3
 from collections.abc import Collection
 
-from peerbus.jsonload import load_json
 from peerbus.model import BusStats, DeadLetter, Pending, RecipientStats, Record
 from peerbus.render import cell_text
 from peerbus.routing import Route
 from peerbus.sqlite.busfile import BusFile
 from peerbus.sqlite.candidates import open_rows_sql
 from peerbus.sqlite.compat import foreign_shape
+from sqlitekit.jsonload import load_json
 
 
 def _opt(value: object) -> str | None:

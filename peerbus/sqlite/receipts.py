@@ -15,12 +15,12 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from peerbus.jsonload import load_json
 from peerbus.model import iso
 from peerbus.routing import Route
 from peerbus.sqlite.busfile import BusFile, note_seen
 from peerbus.sqlite.candidates import open_rows_sql
 from peerbus.sqlite.compat import queue_done
+from sqlitekit.jsonload import load_json
 
 
 def ids_json(ids: Sequence[int]) -> str:

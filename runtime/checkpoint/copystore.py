@@ -48,7 +48,7 @@ from runtime.checkpoint.model import (
 from runtime.checkpoint.plan import changes_between
 from runtime.checkpoint.records import Records, write_private
 from runtime.errors import CheckpointError
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 COPY_DIR = "files"
 MANIFEST_FORMAT = 1

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from runtime.checkpoint.model import AreaRecord, Checkpoint, Kind, StoreKind
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 FORMAT = 1
 MAX_RECORD_BYTES = 4 * 1024 * 1024

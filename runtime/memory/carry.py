@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import EngineUnavailableError
-from runtime.jsonload import load_json
+from sqlitekit.jsonload import load_json
 
 DUMP_TIMEOUT = 300.0  # seconds for the child that reads the original's graph
 _REF_LABELS = frozenset({"entity", "topic_tag", "wiki_page"})

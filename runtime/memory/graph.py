@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import MemoryStoreError
-from runtime.jsonload import load_json
 from runtime.memory.carry import CarryPlan, GraphRecords, read_records
 from runtime.memory.engines import GraphEngine, database_path, import_engine, open_database
 from runtime.memory.linking import link_note, link_page, rebuild_graph
 from runtime.memory.model import GraphNode, QueryResult
 from runtime.policy.cypher import require_read_only
+from sqlitekit.jsonload import load_json
 
 __all__ = ["MAX_HOPS", "KuzuGraph", "link_note", "link_page", "open_graph", "rebuild_graph"]
 

@@ -37,10 +37,10 @@ from runtime.config import (
 )
 from runtime.errors import EngineUnavailableError, MemoryStoreError
 from runtime.home import InstancePaths
-from runtime.jsonload import load_json
 from runtime.memory.memory import Memory, Synced, open_memory, sync_index
 from runtime.memory.protocols import GraphStore, Progress
 from runtime.memory.slugs import MAX_SEGMENT, check_slug, page_path, suggest_slug
+from sqlitekit.jsonload import load_json
 
 ORIGINAL_TABLE = "memories"  # the original's LanceDB table in `index/`
 ORIGINAL_GRAPH = "kuzu_db"  # the original's Kuzu database in `graph/`

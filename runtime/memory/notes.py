@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.jsonload import load_json
 from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Atom, Provenance, note_source
+from sqlitekit.jsonload import load_json
 
 # The original's structured observation, in the order it is written out.
 PAYLOAD_FIELDS = ("observation", "evidence", "prediction", "applies_to", "confidence")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runtime.jsonload import load_json
 from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Provenance
+from sqlitekit.jsonload import load_json
 
 _MARK = re.compile(r"^<!-- panel=(\S+) epoch=(\d+) turn=(\d+|-) -->$", re.MULTILINE)
 Key = tuple[str, int, int | None]

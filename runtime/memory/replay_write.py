@@ -16,11 +16,11 @@ from typing import Any
 
 from runtime.config import write_json_atomic, write_text_atomic
 from runtime.home import InstancePaths
-from runtime.jsonload import load_json
 from runtime.memory.duplicates import Conflict
 from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
+from sqlitekit.jsonload import load_json
 
 SNIPPET = 200
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from runtime.config import write_json_atomic
 from runtime.errors import PolicyError
-from runtime.jsonload import load_json
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
+from sqlitekit.jsonload import load_json
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from typing import Any, BinaryIO, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runtime.jsonload import load_json
 from runtime.rehearsal.errors import RehearsalError
+from sqlitekit.jsonload import load_json
 
 VERSION = 1
 M = TypeVar("M", bound=BaseModel)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.jsonload import load_json
 from runtime.rehearsal.cache import PromptCache
 from runtime.rehearsal.errors import CacheRuleError, RehearsalError
 from runtime.rehearsal.layout import Layout, visible_text
@@ -22,6 +21,7 @@ from runtime.rehearsal.pricing import cost_usd
 from runtime.rehearsal.records import OtherRequest, RequestRecord
 from runtime.rehearsal.replies import ErrorKind, Faults, Reply, TextItem, ThinkingItem
 from runtime.rehearsal.sse import Event, error_body, message_body, message_events
+from sqlitekit.jsonload import load_json
 
 PanelSource = PanelScript | ReplyHook
 Scripts = Script | Mapping[str, PanelSource]

@@ -22,11 +22,11 @@ import anyio.abc
 import h11
 import httpx
 
-from runtime.jsonload import load_json
 from runtime.rehearsal.cassette import fold_stream
 from runtime.rehearsal.scrub import Scrubber, Tally, is_credential_header
 from runtime.rehearsal.server import CLOSED, MAX_BODY_BYTES, loopback_host, next_event
 from runtime.rehearsal.sse import parse_sse
+from sqlitekit.jsonload import load_json
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # Not forwarded either way: they describe one hop, not the message.

@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runtime.jsonload import load_toml
 from runtime.rehearsal.errors import ScriptError
 from runtime.rehearsal.matching import PanelScript, Rule, Script, When
 from runtime.rehearsal.replies import (
@@ -50,6 +49,7 @@ from runtime.rehearsal.replies import (
     ThinkingItem,
     ToolUseItem,
 )
+from sqlitekit.jsonload import load_toml
 
 
 class _Model(BaseModel):

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from runtime.jsonload import STORED_DEPTH, load_json
 from runtime.rows import Block, Marker, NewRow, OutboxEntry, Role, Row, RowStatus, Slot, send_label
+from sqlitekit.jsonload import STORED_DEPTH, load_json
 
 ROW_COLUMNS = (
     "id, ts, role, blocks, tokens, tokens_exact, pinned, label, status, consumed_ids, compressed"

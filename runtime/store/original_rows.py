@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime.jsonload import STORED_DEPTH, load_json
 from runtime.rows import Block, Marker, Role, Row, estimate_tokens
 from runtime.store.codec import dump_json
+from sqlitekit.jsonload import STORED_DEPTH, load_json
 
 LEGACY_COLUMNS = frozenset({"id", "role", "content", "pin_label"})
 _ROLES: frozenset[str] = frozenset({"user", "assistant", "system"})

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from runtime.driver import ToolOutput, ToolSpec
 from runtime.inspect import describe_row
-from runtime.jsonload import load_json
 from runtime.rows import Row
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
 from runtime.tools.report import ContextParts, context_report
+from sqlitekit.jsonload import load_json
 
 # tune_window parameter -> config field. The agent may reshape its window, nothing else.
 TUNABLE = {

@@ -13,9 +13,8 @@ unescaped quote) and counts brackets outside them, so up to the point where a pa
 fail it sees the same nesting the parser would. Every regex here is possessive: no input
 makes the scan itself backtrack.
 
-`peerbus/jsonload.py` holds the JSON half again: peerbus may import nothing from the project
-(pyproject's import contracts), and runtime may not import peerbus. Keep the two in step;
-tests/security/test_parse_rows.py runs the same cases against both.
+It sits in sqlitekit, under both runtime and peerbus, so that the two share one copy: the
+bus reads payloads another writer stored with it, runtime its files and rows.
 """
 
 from __future__ import annotations
