@@ -53,9 +53,9 @@ class BusOptions:
     # synchronous=FULL for submits: a submit that returned survives power loss, not only a
     # process crash. Claims and acks commit with NORMAL either way (see BusFile.write).
     durable: bool = True
-    # Change detection. Waiters sleep on inotify (signals.py, waiter.py); without it they
-    # stat their files every poll_interval. The backstop asks SQLite every
-    # backstop_interval while the files move (every 16x that on a quiet bus, waiter.py): the
+    # Change detection. Waiters sleep on inotify (signals.py, sqlitekit/waiter.py); without
+    # it they stat their files every poll_interval. The backstop asks SQLite every
+    # backstop_interval while the files move (every 16x that on a quiet bus): the
     # most a writer that touches no signal (a foreign tool, the original mnemara, a crash
     # between commit and touch) waits to be seen.
     poll_interval: float = 0.01

@@ -2,10 +2,10 @@
 
 As with the bus: every call goes through `anyio.to_thread.run_sync` with a
 CapacityLimiter(1), so the connection is used by one thread at a time and the event loop
-never blocks on SQLite. Commits by other processes (a viewer's command) are noticed by the
-bus's own change waiter (peerbus: an inotify event on the database's directory for every
-commit, file stats where inotify is missing, PRAGMA data_version as the backstop), so a
-command reaches the host within milliseconds.
+never blocks on SQLite. Commits by other processes (a viewer's command) are noticed by
+sqlitekit's change waiter, the one the bus uses too (an inotify event on the database's
+directory for every commit, file stats where inotify is missing, PRAGMA data_version as the
+backstop), so a command reaches the host within milliseconds.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import anyio
 from panels.hostdb import control, events, loopstate, status
 from panels.hostdb.catalogue import HostEvent
 from panels.hostdb.schema import connect, data_version
-from peerbus import BusOptions
-from peerbus.sqlite import ChangeWaiter, watched_paths
+from sqlitekit.waiter import ChangeWaiter, WatchOptions
+from sqlitekit.watch import watched_paths
 
 T = TypeVar("T")
 
@@ -45,8 +45,8 @@ class HostDb:
         self.path = path
         self._limiter = limiter
         self._changes = ChangeWaiter(
-            watched_paths(path, None),
-            BusOptions(poll_interval=poll, backstop_interval=backstop),
+            watched_paths(path),
+            WatchOptions(poll_interval=poll, backstop_interval=backstop),
             self._versions,
         )
 

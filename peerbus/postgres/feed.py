@@ -1,6 +1,6 @@
 """The PostgreSQL bus's change counter: LISTEN/NOTIFY as a hint, a periodic check as floor.
 
-The semantics are the SQLite waiter's (peerbus/sqlite/waiter.py): `generation` goes up on
+The semantics are the SQLite waiter's (sqlitekit/waiter.py): `generation` goes up on
 every change this process makes or hears of; each change concerns some recipients, or
 everyone (a broadcast, a change of unknown reach). A waiter for R returns once a change
 concerning R or everyone came after its reference point; a waiter for no recipient

@@ -13,13 +13,10 @@ from peerbus.sqlite.maintenance import prune, retry
 from peerbus.sqlite.queries import dead_letters, history, inbox, settled, stats
 from peerbus.sqlite.settle import ack, extend, fail, nack
 from peerbus.sqlite.submit import register, submit, submit_many
-from peerbus.sqlite.waiter import ChangeWaiter
-from peerbus.sqlite.watch import watched_paths
 
 __all__ = [
     "Bus",
     "BusFile",
-    "ChangeWaiter",
     "ack",
     "bus_identity",
     "claim_batch",
@@ -39,5 +36,4 @@ __all__ = [
     "stats",
     "submit",
     "submit_many",
-    "watched_paths",
 ]

@@ -45,8 +45,8 @@ from peerbus.sqlite.busfile import (
 )
 from peerbus.sqlite.receipts import shared_consumer_warning, start_route
 from peerbus.sqlite.sidecar_identity import earlier_identities
-from peerbus.sqlite.waiter import ChangeWaiter
-from peerbus.sqlite.watch import Signature, data_versions, watched_paths
+from sqlitekit.waiter import ChangeWaiter, WatchOptions
+from sqlitekit.watch import Signature, data_versions, watched_paths
 
 T = TypeVar("T")
 log = logging.getLogger("peerbus")
@@ -60,8 +60,9 @@ class Bus:
         self._limiter = limiter
         sidecar = sidecar_path(file.path, file.options) if file.mode == "compat" else None
         self._schemas = ("main", "side") if file.mode == "compat" else ("main",)
+        watch = WatchOptions(file.options.poll_interval, file.options.backstop_interval)
         self._changes = ChangeWaiter(
-            watched_paths(file.path, sidecar), file.options, self._read_versions, file.signals
+            watched_paths(file.path, sidecar), watch, self._read_versions, file.signals
         )
         self._claim_generation: dict[str, int] = {}
         self._originals: dict[str, tuple[Path, tuple[int, int, int] | None]] = {}

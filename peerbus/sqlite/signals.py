@@ -13,9 +13,9 @@ whoever may write the bus may touch them. A file's name is a hash of the recipie
 the recipient itself: a name with `/`, `..` or odd unicode cannot leave the directory.
 
 Touching is best effort: the commit already happened, so a failure is logged once and the
-waiter's backstop (PRAGMA data_version, see waiter.py) notices the commit instead. A crash
-between the commit and the touch costs the same: the recipient learns of the message at its
-next backstop check, at most `backstop_interval` later. Writers that know nothing of
+waiter's backstop (PRAGMA data_version, see sqlitekit/waiter.py) notices the commit instead.
+A crash between the commit and the touch costs the same: the recipient learns of the message
+at its next backstop check, at most `backstop_interval` later. Writers that know nothing of
 signals (other tools, the original mnemara on a shared table) are found the same way.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from peerbus.sqlite.watch import (
+from sqlitekit.watch import (
     IN_ATTRIB,
     IN_DELETE_SELF,
     IN_IGNORED,

@@ -12,7 +12,7 @@ namespace: a sandbox's bind mount is the same inode) made it. No thread, no debo
 Not seen: writes through a shared mmap, and writes to a hard link of a file made from
 outside the tree (inotify reports an event under the name it was made through).
 
-peerbus/sqlite/watch.py has a binding of its own; runtime may not import peerbus.
+sqlitekit/watch.py has a binding of its own, for database files (one of the two could go).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The bus's change counter, and waiting for it to move (the host's `wait_for_change`).
+"""A database's change counter, and waiting for it to move (`wait_for_change` of the bus
+and of host.sqlite).
 
 `generation` goes up on every change this process makes or notices. Each change also says
 whom it concerns: one or more recipients (a direct submit, a nack, a retry), or everyone (a
@@ -7,15 +8,18 @@ without signals). A waiter for recipient R returns once a change concerning R (o
 everyone) came after its reference point; a waiter for no recipient (`bus tail`, the
 dashboard) returns on any change, as before.
 
+The recipients are the bus's; host.sqlite has none (every waiter waits for any change).
+
 Where the changes come from:
-- in-process: the Bus calls `bump(recipients)` after its own writes (SQLite's
-  data_version never counts a connection's own commits);
-- signals (signals.py): one inotify descriptor per bus on the signal files of the
-  recipients this process waits for, and the broadcast one. Writers touch a recipient's
-  file after their commit, so a commit for S wakes nobody waiting for R;
-- the bus files: waiters for no recipient share an inotify descriptor on the directories
-  of the database and -wal files (any commit); on a bus without signals (opened only to
-  look, or host.sqlite) every waiter uses it;
+- in-process: the owner (the Bus, HostDb) calls `bump(recipients)` after its own writes
+  (SQLite's data_version never counts a connection's own commits);
+- signals (`RecipientSignals`, the bus's peerbus/sqlite/signals.py): one inotify descriptor
+  per bus on the signal files of the recipients this process waits for, and the broadcast
+  one. Writers touch a recipient's file after their commit, so a commit for S wakes nobody
+  waiting for R;
+- the database files: waiters for no recipient share an inotify descriptor on the
+  directories of the database and -wal files (any commit); without signals (a bus opened
+  only to look, or host.sqlite) every waiter uses it;
 - `PRAGMA data_version`, the backstop for writers that touch no signal (other tools, the
   original mnemara sharing a table in compatibility mode, a crash between a commit and its
   touch): asked every `backstop_interval` while the files move (up to QUIET_TICKS times
@@ -30,13 +34,13 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
-from peerbus.model import BusOptions
-from peerbus.sqlite.signals import Signals, SignalWatcher
-from peerbus.sqlite.watch import Inotify, Signature, file_signature, touched, watch_directories
+from sqlitekit.watch import Inotify, Signature, file_signature, touched, watch_directories
 
 # The key a waiter parks under: a recipient, or None for "any change".
 Key = str | None
@@ -48,15 +52,55 @@ FULL_BACKSTOP = 4
 QUIET_TICKS = 16
 
 
+@dataclass(frozen=True)
+class WatchOptions:
+    """How often a waiter looks, each owner with its own (the bus's are in BusOptions)."""
+
+    # Without inotify, waiters stat their files this often (seconds).
+    poll_interval: float
+    # The backstop asks SQLite this often while the files move (QUIET_TICKS times that on
+    # a quiet file): the most a commit nothing else announced waits to be seen.
+    backstop_interval: float
+
+
+class RecipientWatcher(Protocol):
+    """One descriptor on the signal files of the recipients a process waits for."""
+
+    @property
+    def fileno(self) -> int: ...
+
+    def add(self, recipient: str) -> bool:
+        """Watch `recipient`'s signal (and the broadcast one); False: stat them instead."""
+        ...
+
+    def pending(self) -> tuple[set[str], bool]:
+        """Drain: the recipients whose signal moved, and whether the broadcast one did."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class RecipientSignals(Protocol):
+    """Per-recipient wake-up files that writers touch after their commits (the bus's)."""
+
+    def watcher(self) -> RecipientWatcher | None:
+        """A descriptor to watch recipients' signals on; None without inotify."""
+        ...
+
+    def signature(self, recipient: str) -> Signature:
+        """What a stat shows of `recipient`'s signal and the broadcast one."""
+        ...
+
+
 class ChangeWaiter:
-    """The change counter of one Bus; all its methods run on the event loop."""
+    """The change counter of one open database; all its methods run on the event loop."""
 
     def __init__(
         self,
         paths: tuple[Path, ...],
-        options: BusOptions,
+        options: WatchOptions,
         read_versions: Callable[[], Awaitable[Signature]],
-        signals: Signals | None = None,
+        signals: RecipientSignals | None = None,
     ) -> None:
         self._paths = paths
         self._options = options
@@ -73,7 +117,7 @@ class ChangeWaiter:
         # times (an idle consumer wakes rarely), back to backstop_interval when a stat moves.
         self._interval = options.backstop_interval
         self._skipped = 0
-        # For waiters on the bus files: when to look at data_version again after the files
+        # For waiters on the database files: when to look at data_version again after the files
         # moved, and its value then (a baseline of their own: what they notice concerns
         # only them, unless the bus has no signals).
         self._follow_up_at: float | None = None
@@ -85,15 +129,15 @@ class ChangeWaiter:
         # Cancel scopes of parked waiters, by key: a bump cancels those it concerns.
         self._parked: dict[Key, set[anyio.CancelScope]] = {}
         # Two descriptors at most, kept for the life of the waiter (closing one costs ~9 ms
-        # of wall time): the bus files' (for waiters on any change) and the signals' (for
+        # of wall time): the database files' (for waiters on any change) and the signals' (for
         # every recipient waited on). False: unavailable, so their waiters poll stats.
         self._files: Inotify | bool | None = None
-        self._watcher: SignalWatcher | bool | None = None
+        self._watcher: RecipientWatcher | bool | None = None
         self._polled: dict[str, Signature] = {}  # recipients whose signals are statted
         # The channels ("files", "signals") a parked waiter is waiting on: one task per
         # descriptor; the others sleep until a bump, the backstop, or a hand-over.
         self._held: set[str] = set()
-        self._open: list[Inotify | SignalWatcher] = []
+        self._open: list[Inotify | RecipientWatcher] = []
         weakref.finalize(self, _close_all, self._open)
 
     def bump(self, recipients: Iterable[str] | None = None) -> None:
@@ -122,7 +166,7 @@ class ChangeWaiter:
         """Notice changes from other connections (for `recipient`'s signal too, which is
         watched from now on); returns the generation."""
         if self._files is None and (recipient is None or self._signals is None):
-            # Made only for those who wait on the bus files: every commit of every process
+            # Made only for those who wait on the database files: every commit of every process
             # queues an event on it, which a recipient's waiter with signals has no use for.
             # Made before the look below, so nothing falls between the look and the watch.
             notify = watch_directories(self._paths)
@@ -185,7 +229,7 @@ class ChangeWaiter:
     async def wait_past(self, since: int, recipient: str | None = None) -> None:
         """Return once a change for `recipient` (None: any change) came after generation
         `since`; cancel it to stop waiting."""
-        # Without signals a recipient waits on the bus files, whose changes concern everyone.
+        # Without signals a recipient waits on the database files: their changes concern all.
         key = recipient if self._signals is not None else None
         channel = "files" if key is None else "signals"
         try:
@@ -243,18 +287,23 @@ class ChangeWaiter:
     def _descriptor(self, key: Key, channel: str) -> int | None:
         if channel == "files":
             return self._files.fileno if isinstance(self._files, Inotify) else None
-        if key in self._polled or not isinstance(self._watcher, SignalWatcher):
+        watcher = self._live_watcher()
+        if key in self._polled or watcher is None:
             return None
-        return self._watcher.fileno
+        return watcher.fileno
 
     def _polls(self, key: Key) -> bool:
         if key is None:
             return self._files is False
         return key in self._polled
 
+    def _live_watcher(self) -> RecipientWatcher | None:
+        """The signals' descriptor, if it was made (None: not yet, or unavailable)."""
+        return None if isinstance(self._watcher, bool) else self._watcher
+
     def _check_files(self) -> None:
-        """The bus files: a change concerns everyone on a bus without signals, else only
-        the waiters for any change."""
+        """The database files: a change concerns everyone without signals, else only the
+        waiters for any change."""
         moved = isinstance(self._files, Inotify) and touched(self._files.drain(), self._paths)
         signature = file_signature(self._paths)
         if signature != self._signature or moved:
@@ -269,7 +318,7 @@ class ChangeWaiter:
         else:
             self._bump_any()
 
-    def _check_signals(self, recipient: str | None, signals: Signals) -> None:
+    def _check_signals(self, recipient: str | None, signals: RecipientSignals) -> None:
         """Bump the recipients whose signal moved; start watching `recipient`'s."""
         if self._watcher is None:
             made = signals.watcher()
@@ -278,8 +327,9 @@ class ChangeWaiter:
                 self._open.append(made)
         moved: set[str] = set()
         everyone = False
-        if isinstance(self._watcher, SignalWatcher):
-            moved, everyone = self._watcher.pending()
+        watcher = self._live_watcher()
+        if watcher is not None:
+            moved, everyone = watcher.pending()
         # Recipients without a watch: (inode, size, mtime) of their file, then of `all`.
         for who, seen in self._polled.items():
             signature = signals.signature(who)
@@ -290,7 +340,7 @@ class ChangeWaiter:
         if recipient is not None and recipient not in self._polled:
             # Every touch from here on is seen: the watch is in place before the caller
             # reads (a claim), and the touch comes after the commit it announces.
-            watched = isinstance(self._watcher, SignalWatcher) and self._watcher.add(recipient)
+            watched = watcher is not None and watcher.add(recipient)
             if not watched:
                 self._polled[recipient] = signals.signature(recipient)
         if everyone:
@@ -304,6 +354,6 @@ class ChangeWaiter:
             scope.cancel()
 
 
-def _close_all(handles: list[Inotify | SignalWatcher]) -> None:
+def _close_all(handles: list[Inotify | RecipientWatcher]) -> None:
     while handles:
         handles.pop().close()

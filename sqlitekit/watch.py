@@ -1,16 +1,16 @@
-"""Noticing that the bus changed: file signatures, inotify descriptors, data_version.
+"""Noticing that a database changed: file signatures, inotify descriptors, data_version.
 
-The primitives under the waiter (waiter.py) and the signals (signals.py):
+The primitives under the waiter (waiter.py) and the bus's signals (peerbus/sqlite/signals.py):
 - file signatures: a commit from any process appends to the `-wal` file (or rewrites the
   database file in rollback-journal mode), so `os.stat` of those files changes; a stat is a
   microsecond syscall that needs no SQLite lock and no thread hop;
 - `Inotify`: a kept, non-blocking inotify descriptor the event loop waits on directly
-  (`watch_directories` for the bus files; signals.py for the per-recipient signal files).
+  (`watch_directories` for the database files; the bus's per-recipient signal files).
   Without inotify (not Linux) the waiter stats instead, every `poll_interval`;
 - `PRAGMA data_version` (`data_versions`), which changes when another connection commits:
   the backstop for commits nothing else announced.
-A false alarm costs one read-only pre-check in the next claim; a missed change costs at
-most the waiter's backstop tick.
+A false alarm costs one look too many (a read-only pre-check in the bus's next claim); a
+missed change costs at most the waiter's backstop tick.
 
 Polling costs CPU even when nothing happens: on this project's machines every wake-up of a
 sleeping thread costs 60-95 µs, so a 10 ms poll alone is ~1 % of a core. Hence inotify,
@@ -30,11 +30,12 @@ from pathlib import Path
 Signature = tuple[int, ...]
 
 
-def watched_paths(db: Path, sidecar: Path | None) -> tuple[Path, ...]:
-    """The files whose metadata moves when the bus (or its sidecar) gets a commit."""
+def watched_paths(db: Path, attached: Path | None = None) -> tuple[Path, ...]:
+    """The files whose metadata moves when `db` (or a database `attached` to its connection,
+    the bus's sidecar) gets a commit."""
     paths = [db, db.with_name(db.name + "-wal")]
-    if sidecar is not None:
-        paths += [sidecar, sidecar.with_name(sidecar.name + "-wal")]
+    if attached is not None:
+        paths += [attached, attached.with_name(attached.name + "-wal")]
     return tuple(paths)
 
 

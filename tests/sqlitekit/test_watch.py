@@ -1,10 +1,10 @@
-"""The change detector under the waiter: inotify on the bus's directory, and file signatures."""
+"""The change detector under the waiter: inotify on the database's directory, file signatures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from peerbus.sqlite.watch import file_signature, touched, watch_directories, watched_paths
+from sqlitekit.watch import file_signature, touched, watch_directories, watched_paths
 
 
 def test_a_write_to_a_watched_file_is_an_event_and_a_neighbour_is_not(tmp_path: Path) -> None:
