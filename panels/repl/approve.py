@@ -9,23 +9,14 @@ from __future__ import annotations
 
 from panels.hostdb.catalogue import ApprovalAsked
 from panels.repl.terminal import Terminal
-from runtime.policy.asking import Answer
+from runtime.policy.asking import ANSWER_KEYS, Answer
 from runtime.policy.display import escape_command_for_display
-
-_ANSWERS = {
-    "y": Answer.YES,
-    "yes": Answer.YES,
-    "n": Answer.NO,
-    "no": Answer.NO,
-    "s": Answer.SESSION,
-    "session": Answer.SESSION,
-    "a": Answer.ALWAYS,
-    "always": Answer.ALWAYS,
-}
 
 
 def parse_answer(text: str, *, always_offered: bool) -> Answer | None:
-    answer = _ANSWERS.get(text.strip().lower())
+    """The answer a line gives: its key (`y`) or the whole word (`yes`), in any case."""
+    word = text.strip().lower()
+    answer = ANSWER_KEYS.get(word) or next((a for a in Answer if a.value == word), None)
     if answer is Answer.ALWAYS and not always_offered:
         return None
     return answer

@@ -1,9 +1,13 @@
-"""Asking the operator: the answers a question can get, and who is asked (`Asker`).
+"""Asking the operator: the answers a question can get, their keys, and who is asked (`Asker`).
 
 The policy's `ask` verdicts (verdict.py) go to an Asker: the solo REPL and the dashboard put
 them to the operator through the host; `HeadlessAsker` answers no. Answers: yes (this call),
-no, always (store the exact targets in permissions.json), or session (allow the tool until
-the session ends; hazards still ask).
+no, session (allow the tool until the session ends; hazards still ask) or always (store the
+exact targets in permissions.json).
+
+`Answer` is the one type of an answer from the policy to the host's control table: the
+`answer` verb carries it and stores its value (panels/hostdb/verbs.py). `ANSWER_KEYS` is the
+one map from a key to an answer, for every face that asks (the REPL, the dashboard).
 """
 
 from __future__ import annotations
@@ -16,10 +20,21 @@ from runtime.policy.verdict import Verdict
 
 
 class Answer(StrEnum):
+    """An operator's answer; its value is what the control table stores."""
+
     YES = "yes"
     NO = "no"
-    ALWAYS = "always"
     SESSION = "session"
+    ALWAYS = "always"
+
+
+# The key a face offers for each answer; "a" only when the question offers always.
+ANSWER_KEYS: dict[str, Answer] = {
+    "y": Answer.YES,
+    "n": Answer.NO,
+    "s": Answer.SESSION,
+    "a": Answer.ALWAYS,
+}
 
 
 class Asker(Protocol):
