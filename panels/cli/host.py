@@ -166,9 +166,9 @@ def _why_it_stopped(log: Path, start: int) -> str:
 def _unconfined(path: Path) -> str | None:
     """What the host just started says of its sandbox when its panels' tools run unconfined
     (its note, from host.sqlite), else None."""
-    from panels.host.account import clean
-    from panels.host.unconfined import META_KEY, warning
     from panels.hostdb import connect, get_meta, read_panels
+    from panels.text import clean
+    from panels.unconfined import META_KEY, warning
 
     conn = connect(path)
     try:
@@ -237,9 +237,10 @@ def down(
 def ps(team: TeamOpt) -> None:
     """Panels of a team: state, turns, tokens, spend, inbox, and whether their tools run in
     the sandbox (a warning says why not, and what to do)."""
-    from panels.host.account import clean, table
-    from panels.host.unconfined import META_KEY, warning
+    from panels.host.account import table
     from panels.hostdb import get_meta, read_panels
+    from panels.text import clean
+    from panels.unconfined import META_KEY, warning
 
     conn = open_host_db(team)
     name, state = team_state(team)

@@ -116,9 +116,10 @@ async def _record(
 ) -> tuple[int, bool]:
     import tempfile
 
-    from panels.host.confine import UNCONFINED, team_sandbox
+    from panels.host.confine import team_sandbox
     from panels.host.solo import solo_team
     from panels.repl.face import run_face
+    from panels.unconfined import UNCONFINED
     from runtime.claude import ClaudeDriver
     from runtime.home import InstancePaths
     from runtime.rehearsal.cassette import CassetteWriter

@@ -222,7 +222,8 @@ async def rehearsal_driver(
     HOME, a dummy key) and confined as `team` says, for the block."""
     import tempfile
 
-    from panels.host.confine import UNCONFINED, team_sandbox
+    from panels.host.confine import team_sandbox
+    from panels.unconfined import UNCONFINED
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
     from runtime.rehearsal.env import rehearsal_env

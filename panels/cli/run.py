@@ -128,14 +128,14 @@ def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) 
     when given), the dashboard in front; False when the host gave up on the panel (its
     reason is printed after the dashboard closes)."""
     from panels.cli.front import dashboard_over
-    from panels.host.account import clean
     from panels.host.confine import team_sandbox
     from panels.host.host import Host
     from panels.host.thread import HostThread, serve_host
-    from panels.host.unconfined import told
     from panels.hostdb import Logged
     from panels.hostdb.catalogue import PanelGivenUp
     from panels.repl.face import SOLO_RESTARTS
+    from panels.text import clean
+    from panels.unconfined import told
 
     given_up: list[PanelGivenUp] = []
     totals: list[str] = []

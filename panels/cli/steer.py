@@ -249,9 +249,9 @@ def _waiting(location: str, route: str, senders: list[str] | None) -> list[Any]:
 
 
 def _list_inbox(team: str, panel: str) -> None:
-    from panels.host.account import clean
     from panels.host.delivery import operator_route
     from panels.hostdb import get_meta, read_panels
+    from panels.text import clean
 
     conn = open_host_db(team)
     try:

@@ -75,7 +75,7 @@ def open_host_db(team: str) -> sqlite3.Connection:
 def running_pid(state: Path) -> int | None:
     """The pid of the team's running host, if one runs."""
     from panels.host.process import read_pid
-    from panels.host.procfs import pid_alive
+    from panels.procfs import pid_alive
 
     pid = read_pid(state / "host.pid")
     return pid if pid is not None and pid_alive(pid) else None

@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any
 
-from panels.host.unconfined import badge
 from panels.hostdb import Logged, PanelRow
 from panels.hostdb import catalogue as ev
-from peerbus.render import strip_controls
+from panels.text import clean
+from panels.unconfined import badge
 from runtime.policy.display import escape_command_for_display
 
 WIDTH = 110
-
-
-def clean(value: Any, limit: int = 160) -> str:
-    text = " ".join(strip_controls(str(value)).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def ids(values: Iterable[int]) -> str:

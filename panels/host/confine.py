@@ -11,10 +11,10 @@ from pathlib import Path
 
 from panels.errors import HostError
 from panels.team import TeamSpec
+from panels.unconfined import UNCONFINED
 from runtime.home import mnemara_home
 from runtime.sandbox import Sandbox, SandboxSettings, SandboxUnavailable, probe, sandbox_for
 
-UNCONFINED = "tools run unconfined"
 SHARED = "commands share the CLI's namespaces"  # a sandbox that cannot nest (isolate.py)
 
 

@@ -29,13 +29,14 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from panels.host.account import clean, printer, table
+from panels.host.account import printer, table
 from panels.host.eventlog import Listener
 from panels.host.host import Host
 from panels.hostdb import Logged, connect, submit_command
 from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked
 from panels.hostdb.verbs import AnswerRequest, Input
 from panels.team import TeamSpec, load_team
+from panels.text import clean
 
 REQUEST = "Build a word counter: a wordcount.py that counts words, then a --top N option."
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "teams" / "trio"

@@ -29,7 +29,7 @@ import anyio.abc
 
 from panels.host.asker import Approvals
 from panels.host.bustools import PanelPort, bus_tools
-from panels.host.confine import SHARED, UNCONFINED, team_sandbox
+from panels.host.confine import SHARED, team_sandbox
 from panels.host.control import serve_control
 from panels.host.delivery import OPERATOR, operator_route
 from panels.host.digests import DigestService
@@ -48,7 +48,6 @@ from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory, HostServices
 from panels.host.supervisor import supervise
 from panels.host.tickets import Tickets
-from panels.host.unconfined import META_KEY, told
 from panels.host.wakeup import BusWatch
 from panels.hostdb import HostDb, open_hostdb
 from panels.hostdb.catalogue import (
@@ -62,6 +61,7 @@ from panels.hostdb.catalogue import (
 )
 from panels.hostdb.verbs import Verb
 from panels.team import TeamSpec
+from panels.unconfined import META_KEY, UNCONFINED, told
 from panels.watchdog import DigestSettings, watchdog_tools
 from peerbus import BusBackend, BusOptions, open_bus, redact
 from runtime.driver import ToolSpec

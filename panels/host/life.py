@@ -51,9 +51,9 @@ from panels.host.services import HostServices
 from panels.host.states import PanelState
 from panels.host.tickets import Tickets
 from panels.host.turn import run_turn
-from panels.host.unconfined import tools_state
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
 from panels.team import PanelSpec
+from panels.unconfined import tools_state
 from peerbus import BusBackend, Claim, read_original_watermark
 from runtime.driver import ToolSpec
 from runtime.guard.policy import containment_for

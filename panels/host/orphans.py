@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from panels.host.procfs import pid_alive, proc_stat
+from panels.procfs import pid_alive, proc_stat
 
 STATE_VAR = "MNEMARA_HOST_STATE"
 LIFE_VAR = "MNEMARA_HOST_LIFE"

@@ -24,7 +24,7 @@ import anyio
 
 from panels.host.account import printer
 from panels.host.errors import HostRunningError
-from panels.host.procfs import pid_alive
+from panels.procfs import pid_alive
 from panels.team import TeamSpec
 
 T = TypeVar("T")

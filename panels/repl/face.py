@@ -37,7 +37,6 @@ from panels.host.panel import PanelRunner
 from panels.host.process import release_pid_file, take_pid_file
 from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory
-from panels.host.unconfined import warning
 from panels.hostdb import HostEvent, verbs
 from panels.hostdb import catalogue as ev
 from panels.repl import commands
@@ -46,6 +45,7 @@ from panels.repl.show import EventView
 from panels.repl.slash import MODELS, Command, SlashError, help_text, parse
 from panels.repl.terminal import Terminal, safe
 from panels.team import TeamSpec
+from panels.unconfined import warning
 from runtime.config import load_config
 from runtime.errors import MnemaraError
 from runtime.home import InstancePaths

@@ -27,9 +27,6 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerError
 
-from panels.host.account import clean
-from panels.host.procfs import pid_alive
-from panels.host.unconfined import META_KEY, warning
 from panels.hostdb import HostEvent, PanelRow
 from panels.hostdb.verbs import (
     Answer,
@@ -39,7 +36,9 @@ from panels.hostdb.verbs import (
     Resume,
     Stop,
 )
+from panels.procfs import pid_alive
 from panels.team import recorded_bus
+from panels.text import clean
 from panels.ui.approvals import ApprovalQueue, Question
 from panels.ui.buspane import BusPane
 from panels.ui.commands import Sender, open_sender
@@ -52,6 +51,7 @@ from panels.ui.operator import OperatorApp
 from panels.ui.pane import PanelPane
 from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import Changes, Tail, open_tail
+from panels.unconfined import META_KEY, warning
 
 CHUNK = 200  # events a pane takes before the app lets other work run (a long catch-up)
 REPLAY_RECHECK = 30.0  # seconds between looks at the panels' last memory replay

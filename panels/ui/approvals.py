@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from panels.host.account import clean
 from panels.hostdb import catalogue as ev
+from panels.text import clean
 from runtime.policy.display import escape_command_for_display
 
 TARGET_WIDTH = 2_000  # characters of a command shown in the answer modal

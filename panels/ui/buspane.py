@@ -24,10 +24,10 @@ from textual.reactive import reactive
 from textual.widgets import Button, DataTable, Static
 from textual.worker import Worker, WorkerError
 
-from panels.host.account import clean
 from panels.hostdb import HostEvent
 from panels.hostdb.catalogue import VerbApplied
 from panels.hostdb.verbs import Retry
+from panels.text import clean
 from panels.ui.busview import BusSnapshot, Flow, open_busview
 from peerbus import PeerbusError, parse_location
 

@@ -25,8 +25,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerError
 
-from panels.host.account import clean
 from panels.hostdb.verbs import Evict, Pin, SetSlot, Unpin, Verb
+from panels.text import clean
 from panels.ui.panelfiles import PanelFiles, find_panel_files
 from panels.ui.storeview import StoreView, WindowState, budget, open_store_view
 from runtime.errors import MnemaraError

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from panels.host.account import clean
 from panels.hostdb import catalogue as ev
+from panels.text import clean
 from runtime.policy.display import escape_command_for_display
 
 Kind = Literal["text", "tool", "note", "alert", "operator"]

@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from panels.host.account import clean
 from panels.hostdb import PanelRow
 from panels.hostdb import catalogue as ev
+from panels.text import clean
 
 MAX_PANELS = 16
 

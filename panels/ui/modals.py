@@ -18,8 +18,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from panels.host.account import clean
 from panels.hostdb.catalogue import Halted
+from panels.text import clean
 from panels.ui.approvals import Question
 
 

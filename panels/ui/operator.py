@@ -22,9 +22,9 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Static
 
-from panels.host.account import clean
 from panels.hostdb.verbs import Input, Pause, Resume, SetInbox, SetModel, SetTokens, Stop, Verb
 from panels.repl.slash import MODELS, SlashError, parse_token_count, resolve_model
+from panels.text import clean
 from panels.ui.commands import Sender
 from panels.ui.context import ContextScreen
 from panels.ui.modals import AskScreen, HaltRecordScreen, TextScreen

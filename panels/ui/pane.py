@@ -19,15 +19,15 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from panels.host.account import clean
-from panels.host.unconfined import badge
 from panels.hostdb import HostEvent, PanelRow
 from panels.hostdb.catalogue import Halted, Resumed
 from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED
+from panels.text import clean
 from panels.ui.composer import Composer
 from panels.ui.entries import Entry, entries
 from panels.ui.lines import status_line, waiting_line
 from panels.ui.transcript import Transcript
+from panels.unconfined import badge
 
 HALT_CONTEXT = 8  # transcript lines kept from just before a halt, for its record
 

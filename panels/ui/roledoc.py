@@ -24,8 +24,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TextArea
 
-from panels.host.account import clean
 from panels.hostdb.verbs import SetRole, Verb
+from panels.text import clean
 from panels.ui.panelfiles import find_panel_files
 from runtime.errors import LaneError, MnemaraError
 from runtime.lane import split_front_matter

@@ -27,9 +27,9 @@ from panels.host.process import (
     read_pid_record,
     take_pid_file,
 )
-from panels.host.procfs import pid_alive
 from panels.hostdb import append_events, connect, read_events
 from panels.hostdb.catalogue import HostReady, HostStarted
+from panels.procfs import pid_alive
 from tests.panels.host.conftest import make_team, panels
 
 CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

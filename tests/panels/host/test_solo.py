@@ -130,9 +130,9 @@ async def test_down_from_another_process_ends_the_solo_face(
     import threading
 
     from panels.host.process import read_pid
-    from panels.host.procfs import pid_alive
     from panels.hostdb import connect, submit_command
     from panels.hostdb.verbs import Shutdown
+    from panels.procfs import pid_alive
 
     make_instance(mnemara_home, "me")
     team = solo_team("me", cwd=tmp_path)

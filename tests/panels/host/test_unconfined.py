@@ -1,4 +1,4 @@
-"""Unconfined tools are said everywhere: the words (panels/host/unconfined.py, pure) and what a
+"""Unconfined tools are said everywhere: the words (panels/unconfined.py, pure) and what a
 real host records for the faces in other processes (each panel's status row, the meta note)."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import anyio
 import pytest
 
 from panels.host import Host
-from panels.host.confine import UNCONFINED
-from panels.host.unconfined import PLAIN, badge, told, tools_state, warning
 from panels.hostdb import PanelRow, connect, get_meta, read_panels
 from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED
+from panels.unconfined import PLAIN, UNCONFINED, badge, told, tools_state, warning
 from runtime.sandbox import probe
 from runtime.scripted import ScriptedDriver
 from tests.panels.host.conftest import FAST, make_team, panels

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from panels.host.confine import UNCONFINED
 from panels.hostdb import PanelRow, connect, set_meta
 from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED
 from panels.ui.app import make_app
+from panels.unconfined import UNCONFINED
 from tests.panels.ui.conftest import until, write_host_db
 from tests.panels.ui.test_web import TOKEN, chromium, load_and_read, served
 
