@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from panels.hostdb.schema import write
 from panels.hostdb.verbs import Verb
 from sqlitekit.jsonload import load_json
+from sqlitekit.txn import transaction
 
 CommandState = Literal["pending", "done", "failed"]
 
@@ -49,7 +49,7 @@ def submit_command(
 ) -> int:
     """Queue a verb for the host; returns the command's id."""
     values = command_values(verb, by=by, now=time.time() if now is None else now)
-    return write(conn, lambda c: int(c.execute(INSERT_COMMAND, values).lastrowid or 0))
+    return transaction(conn, lambda c: int(c.execute(INSERT_COMMAND, values).lastrowid or 0))
 
 
 def _command(row: tuple[Any, ...]) -> Command:
@@ -87,7 +87,7 @@ class CommandAnswer:
 def finish_command(
     conn: sqlite3.Connection, command_id: int, *, ok: bool, outcome: str, now: float | None = None
 ) -> None:
-    write(conn, lambda c: answer_in(c, CommandAnswer(command_id, ok, outcome), now=now))
+    transaction(conn, lambda c: answer_in(c, CommandAnswer(command_id, ok, outcome), now=now))
 
 
 def answer_in(c: sqlite3.Connection, answer: CommandAnswer, *, now: float | None = None) -> None:
@@ -113,4 +113,4 @@ def prune_commands(conn: sqlite3.Connection, *, keep: int) -> int:
             "DELETE FROM commands WHERE state != 'pending' AND id <= ?", (int(row[0]),)
         ).rowcount
 
-    return write(conn, work)
+    return transaction(conn, work)

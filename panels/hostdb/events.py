@@ -16,8 +16,8 @@ from typing import Any
 
 from panels.hostdb.catalogue import HostEvent, UnknownEvent, decode
 from panels.hostdb.control import CommandAnswer, answer_in
-from panels.hostdb.schema import write
 from sqlitekit.jsonload import load_json
+from sqlitekit.txn import transaction
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def append_events(
             answer_in(c, answer)
         return ids
 
-    return write(conn, work)
+    return transaction(conn, work)
 
 
 def logged_from_row(row: Sequence[Any]) -> Logged:
@@ -131,4 +131,4 @@ def prune_events(conn: sqlite3.Connection, *, keep: int) -> int:
             return 0
         return c.execute("DELETE FROM events WHERE id <= ?", (int(row[0]),)).rowcount
 
-    return write(conn, work)
+    return transaction(conn, work)

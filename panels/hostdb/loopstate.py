@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from panels.hostdb.schema import write
+from sqlitekit.txn import transaction
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def save_loop_rows(
             ).rowcount
         return pruned
 
-    return write(conn, work)
+    return transaction(conn, work)
 
 
 def load_loop_rows(conn: sqlite3.Connection) -> list[LoopRow]:

@@ -1,7 +1,8 @@
 """`host.sqlite`: the event log (host -> viewers), control table (viewers -> host), panel status.
 
 One file per team, next to its bus. WAL, so viewers (`mnemara logs -f`, `ps`, the dashboard)
-read beside the host's writes; every write is `BEGIN IMMEDIATE`, so two writers queue on
+read beside the host's writes; every write is one `BEGIN IMMEDIATE` transaction
+(`sqlitekit.txn.transaction`, run once: no retry past busy_timeout), so two writers queue on
 the lock instead of failing half way. The host notices rows written by other processes
 through `PRAGMA data_version` (it changes only for other connections' commits).
 
@@ -24,14 +25,12 @@ through `PRAGMA data_version` (it changes only for other connections' commits).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from panels.errors import HostDbError as HostDbError  # defined there, re-exported here
-
-T = TypeVar("T")
+from sqlitekit.connect import connect as open_connection
+from sqlitekit.connect import use_wal
+from sqlitekit.txn import transaction
 
 SCHEMA_VERSION = 6
 
@@ -100,11 +99,9 @@ def connect(path: Path, *, busy_timeout: float = 5.0, create: bool = True) -> sq
         raise HostDbError("no host database here; has the team been started (`mnemara up`)?",
                           path=path)  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(
-        str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
-    )
+    conn = open_connection(path, busy_timeout=busy_timeout)
     try:
-        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
@@ -114,7 +111,7 @@ def connect(path: Path, *, busy_timeout: float = 5.0, create: bool = True) -> sq
                 path=path,
             )
         if version < SCHEMA_VERSION:
-            write(conn, _migrate)
+            transaction(conn, _migrate)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise HostDbError(f"not a usable SQLite database ({exc})", path=path) from exc
@@ -131,23 +128,6 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for statement in MIGRATION_STEPS[step]:
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def write(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """Run `work` in one BEGIN IMMEDIATE transaction."""
-    with _immediate(conn):
-        return work(conn)
 
 
 def data_version(conn: sqlite3.Connection) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import astuple, dataclass, fields
 from typing import Any
 
-from panels.hostdb.schema import write
+from sqlitekit.txn import transaction
 
 # `PanelRow.sandbox`: how the panel's tools run. "" is not known: a file an older host wrote,
 # or a driver that starts no tools of its own (a scripted one in tests).
@@ -59,7 +59,7 @@ def upsert_panels(conn: sqlite3.Connection, rows: Sequence[PanelRow]) -> None:
         f"ON CONFLICT (name) DO UPDATE SET {updates}"
     )
     values = [tuple(int(v) if isinstance(v, bool) else v for v in astuple(r)) for r in rows]
-    write(conn, lambda c: c.executemany(sql, values))
+    transaction(conn, lambda c: c.executemany(sql, values))
 
 
 PANEL_COLUMNS = ", ".join(_NAMES)
@@ -97,11 +97,13 @@ def read_panels(conn: sqlite3.Connection) -> list[PanelRow]:
 def clear_panels(conn: sqlite3.Connection, keep: Sequence[str]) -> None:
     """Forget panels that are no longer in the team."""
     marks = ",".join("?" * len(keep))
-    write(conn, lambda c: c.execute(f"DELETE FROM panels WHERE name NOT IN ({marks})", list(keep)))
+    transaction(
+        conn, lambda c: c.execute(f"DELETE FROM panels WHERE name NOT IN ({marks})", list(keep))
+    )
 
 
 def set_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
-    write(
+    transaction(
         conn,
         lambda c: c.executemany(
             "INSERT INTO meta (key, value) VALUES (?, ?) "

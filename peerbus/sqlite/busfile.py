@@ -50,6 +50,7 @@ from peerbus.sqlite.sidecar_identity import (
 )
 from peerbus.sqlite.signals import Signals
 from peerbus.sqlite.txn import RetryPolicy, run_bare, run_read, run_write
+from sqlitekit.connect import connect, use_wal
 
 T = TypeVar("T")
 log = logging.getLogger("peerbus")
@@ -132,12 +133,7 @@ def connect_bus(
     options = options or BusOptions()
     retry = retry or RetryPolicy(deadline=options.lock_deadline)
     try:
-        conn = sqlite3.connect(
-            str(path),
-            isolation_level=None,
-            check_same_thread=False,
-            timeout=options.busy_timeout,
-        )
+        conn = connect(path, busy_timeout=options.busy_timeout)
     except sqlite3.Error as exc:
         raise BusOpenError(
             f"cannot open ({exc}); check the path and its permissions", path=path
@@ -201,7 +197,7 @@ def _prepare(
 def _set_wal(conn: sqlite3.Connection, schema_name: str, path: Path, retry: RetryPolicy) -> None:
     run_bare(
         conn,
-        lambda c: c.execute(f"PRAGMA {schema_name}.journal_mode = WAL").fetchone(),
+        lambda c: use_wal(c, schema_name),
         path=path,
         retry=retry,
     )

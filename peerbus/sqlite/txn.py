@@ -1,14 +1,12 @@
-"""Transactions on a bus connection: BEGIN IMMEDIATE for writes, retried with back-off.
+"""The bus's transactions: sqlitekit's runner with the bus's back-off, gate and errors.
 
-The connection runs in autocommit mode (`isolation_level=None`), so the sqlite3 module never
-opens a deferred transaction behind our back; every write goes through `run_write`, which
-takes the write lock up front with BEGIN IMMEDIATE. A deferred transaction that reads and
-then writes can fail with SQLITE_BUSY_SNAPSHOT no matter how long it waits, which is why no
-write here ever starts deferred.
-
-`busy_timeout` lets SQLite wait for the lock itself; when even that runs out (a writer held
-the lock longer), the whole transaction is retried with jittered exponential back-off until
-`lock_deadline`, and only then does the caller see BusBusyError.
+Every write goes through `run_write`, BEGIN IMMEDIATE (sqlitekit.txn says why no write here
+ever starts deferred). `busy_timeout` lets SQLite wait for the lock itself; when even that
+runs out (a writer held the lock longer), the whole transaction is retried with jittered
+exponential back-off until `lock_deadline`, and only then does the caller see BusBusyError.
+With the writers' gate (gate.py), each attempt queues on it first and lets go before any
+back-off sleep, so a writer that waits for a foreign lock does not block our others. A file
+moved or deleted under the connection (SQLITE_READONLY) is BusGoneError at once.
 """
 
 from __future__ import annotations
@@ -23,12 +21,10 @@ from typing import TypeVar
 
 from peerbus.errors import BusBusyError, BusGoneError
 from peerbus.sqlite.gate import GateTimeout, WriterGate
+from sqlitekit.txn import DEFERRED, IMMEDIATE, is_read_only, run_retrying
 
 T = TypeVar("T")
 
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-_SQLITE_READONLY = 8
 _FIRST_DELAY = 0.01
 _MAX_DELAY = 1.0
 
@@ -41,23 +37,6 @@ class RetryPolicy:
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.5, 1.0))
-
-
-def is_busy(exc: sqlite3.Error) -> bool:
-    """True for SQLITE_BUSY / SQLITE_LOCKED (and their extended codes): worth retrying."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def is_read_only(exc: sqlite3.Error) -> bool:
-    """True for SQLITE_READONLY and its extended codes (a file moved or deleted under the
-    connection, SQLITE_READONLY_DBMOVED, included): retrying cannot help."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF == _SQLITE_READONLY
-    return "readonly database" in str(exc)
 
 
 def run_write(
@@ -73,15 +52,12 @@ def run_write(
 
     `synchronous` (FULL / NORMAL) is set on the connection just before BEGIN: it cannot
     change inside a transaction.
-
-    With a gate, each attempt queues on it first (see gate.py) and lets go before any
-    back-off sleep, so a writer that waits for a foreign lock does not block our others.
     """
-    begin = "BEGIN IMMEDIATE"
+    begin = IMMEDIATE
     if synchronous is not None:
         # Inside the retried attempt: on a foreign (rollback-journal) file even this
         # pragma can meet a writer's lock.
-        begin = f"PRAGMA main.synchronous = {synchronous}; BEGIN IMMEDIATE"
+        begin = f"PRAGMA main.synchronous = {synchronous}; {IMMEDIATE}"
     return _run(conn, work, begin=begin, path=path, retry=retry, gate=gate)
 
 
@@ -93,7 +69,7 @@ def run_read(
     retry: RetryPolicy,
 ) -> T:
     """Run read-only `work` in one (deferred) transaction, so it sees one snapshot."""
-    return _run(conn, work, begin="BEGIN", path=path, retry=retry)
+    return _run(conn, work, begin=DEFERRED, path=path, retry=retry)
 
 
 def run_bare(
@@ -120,50 +96,43 @@ def _run(
     retry: RetryPolicy,
     gate: WriterGate | None = None,
 ) -> T:
-    started = retry.monotonic()
-    delay = _FIRST_DELAY
-    attempts = 0
-    while True:
-        attempts += 1
-        if gate is not None:
-            try:
-                gate.acquire(timeout=started + retry.deadline - retry.monotonic())
-            except GateTimeout:
-                waited = retry.monotonic() - started
-                raise BusBusyError(path=path, waited=waited, attempts=attempts) from None
-        try:
-            return _attempt(conn, work, begin)
-        except sqlite3.OperationalError as exc:
-            if is_read_only(exc):
-                # Said once, as an error of ours: a caller that retried would loop for good.
-                raise BusGoneError(path=path, gone=not path.exists(), detail=str(exc)) from exc
-            if not is_busy(exc):
-                raise
-            failure = exc
-        finally:
-            if gate is not None:
-                gate.release()
-        waited = retry.monotonic() - started
-        if waited + delay > retry.deadline:
-            raise BusBusyError(path=path, waited=waited, attempts=attempts) from failure
-        retry.sleep(delay * retry.jitter())
-        delay = min(delay * 2, _MAX_DELAY)
-
-
-def _attempt(
-    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], begin: str | None
-) -> T:
-    if begin is None:
-        return work(conn)
-    for statement in begin.split("; "):
-        conn.execute(statement)
     try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        # Also on cancellation of the calling thread's work: never leave a transaction
-        # (and its lock) open on the shared connection.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        return run_retrying(conn, work, begin, _Deadline(path, retry, gate))
+    except sqlite3.OperationalError as exc:
+        if is_read_only(exc):
+            # Said once, as an error of ours: a caller that retried would loop for good.
+            raise BusGoneError(path=path, gone=not path.exists(), detail=str(exc)) from exc
         raise
-    return result
+
+
+class _Deadline:
+    """The bus's `sqlitekit.txn.Retry` for one transaction: the gate around each attempt,
+    jittered doubling delays, BusBusyError once the next wait would pass the deadline."""
+
+    def __init__(self, path: Path, retry: RetryPolicy, gate: WriterGate | None) -> None:
+        self._path = path
+        self._retry = retry
+        self._gate = gate
+        self._started = retry.monotonic()
+        self._delay = _FIRST_DELAY
+
+    def before(self, attempt: int) -> None:
+        if self._gate is None:
+            return
+        retry = self._retry
+        try:
+            self._gate.acquire(timeout=self._started + retry.deadline - retry.monotonic())
+        except GateTimeout:
+            waited = retry.monotonic() - self._started
+            raise BusBusyError(path=self._path, waited=waited, attempts=attempt) from None
+
+    def after(self, attempt: int) -> None:
+        if self._gate is not None:
+            self._gate.release()
+
+    def wait(self, attempt: int, busy: sqlite3.OperationalError) -> None:
+        waited = self._retry.monotonic() - self._started
+        if waited + self._delay > self._retry.deadline:
+            raise BusBusyError(path=self._path, waited=waited, attempts=attempt) from busy
+        self._retry.sleep(self._delay * self._retry.jitter())
+        self._delay = min(self._delay * 2, _MAX_DELAY)

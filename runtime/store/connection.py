@@ -1,10 +1,11 @@
-"""The connection to `turns.sqlite`: pragmas, transactions with busy retry, error translation.
+"""The connection to `turns.sqlite`: pragmas, the store's retry policy, error translation.
 
-Every write runs inside `BEGIN IMMEDIATE`, so a transaction takes the write lock before it reads
-anything and can never fail half way with a lock upgrade. When another process holds the lock
-past `busy_timeout`, the whole transaction is rolled back and run again after a back-off; if the
-lock is still held after the last attempt the caller gets a StoreError that says which file is
-busy and what to do, never SQLite's bare "database is locked".
+Every write runs inside `BEGIN IMMEDIATE` (sqlitekit.txn), so a transaction takes the write
+lock before it reads anything and can never fail half way with a lock upgrade. When another
+process holds the lock past `busy_timeout`, the whole transaction is rolled back and run again
+after a back-off (the store's: a fixed list of delays, each logged); if the lock is still held
+after the last attempt the caller gets a StoreError that says which file is busy and what to
+do, never SQLite's bare "database is locked".
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ from typing import Any, TypeVar
 
 from runtime.debuglog import DebugLog
 from runtime.errors import StoreCorruptError, StoreError
+from sqlitekit import connect as kit
+from sqlitekit.txn import DEFERRED, IMMEDIATE, is_busy, is_corrupt, run_retrying
 
 T = TypeVar("T")
-
-# Primary result codes (the low byte of an extended code).
-_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
-_CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 @dataclass(frozen=True)
@@ -41,15 +40,8 @@ DEFAULT_RETRY = RetryPolicy()
 
 def connect(path: Path, policy: RetryPolicy) -> sqlite3.Connection:
     """Open `path` in autocommit mode (we issue BEGIN ourselves), usable from worker threads."""
-    # check_same_thread=False: the async wrapper runs each call on some worker thread, one at a
-    # time (CapacityLimiter(1)), so the connection is never used by two threads at once.
     with translate_errors(path):
-        conn = sqlite3.connect(
-            path,
-            timeout=policy.busy_timeout_ms / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
+        conn = kit.connect(path, busy_timeout=policy.busy_timeout_ms / 1000)
     conn.execute(f"PRAGMA busy_timeout = {int(policy.busy_timeout_ms)}")
     return conn
 
@@ -58,22 +50,15 @@ def connect_read_only(path: Path, policy: RetryPolicy) -> sqlite3.Connection:
     """Open an existing `path` so that nothing can write through this connection: the file is
     opened read-only (`mode=ro`; never created) and the connection refuses writes."""
     with translate_errors(path):
-        conn = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=ro",
-            uri=True,
-            timeout=policy.busy_timeout_ms / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
+        conn = kit.connect(path, busy_timeout=policy.busy_timeout_ms / 1000, read_only=True)
     conn.execute(f"PRAGMA busy_timeout = {int(policy.busy_timeout_ms)}")
-    conn.execute("PRAGMA query_only = ON")
     return conn
 
 
 def set_durable_pragmas(conn: sqlite3.Connection, path: Path, debug: DebugLog | None) -> None:
     """WAL so readers never block the writer; FULL sync because the bus acks after our commit."""
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal" and debug is not None:
+    mode = kit.use_wal(conn)
+    if mode.lower() != "wal" and debug is not None:
         debug.write("warning", "store_not_wal", path=str(path), journal_mode=mode)
     # With synchronous=NORMAL a power cut could drop a committed turn whose bus messages were
     # already acked, losing them; FULL makes a commit durable before the ack happens.
@@ -103,7 +88,7 @@ def run_write(
     debug: DebugLog | None,
 ) -> T:
     """Run `fn` in one `BEGIN IMMEDIATE` transaction; retried whole while the file is busy."""
-    return _retrying(conn, fn, "BEGIN IMMEDIATE", path=path, policy=policy, debug=debug)
+    return _retrying(conn, fn, IMMEDIATE, path=path, policy=policy, debug=debug)
 
 
 def run_read(
@@ -115,7 +100,7 @@ def run_read(
     debug: DebugLog | None,
 ) -> T:
     """Run `fn` in one read transaction, so several queries see the same state."""
-    return _retrying(conn, fn, "BEGIN", path=path, policy=policy, debug=debug)
+    return _retrying(conn, fn, DEFERRED, path=path, policy=policy, debug=debug)
 
 
 def run_untransacted(
@@ -139,44 +124,37 @@ def _retrying(
     policy: RetryPolicy,
     debug: DebugLog | None,
 ) -> T:
-    delays = (*policy.backoff_seconds, None)
-    for attempt, delay in enumerate(delays, start=1):
-        try:
-            with translate_errors(path, retry_busy=True):
-                return _attempt(conn, fn, begin)
-        except _Busy as busy:
-            if delay is None:
-                raise StoreError(
-                    f"{path} stayed busy: another process held its write lock through "
-                    f"{attempt} attempts. Stop the other mnemara process using this instance "
-                    "(`mnemara ps` lists them) and try again; nothing was written.",
-                    path=path,
-                ) from busy.__cause__
-            if debug is not None:
-                debug.write("warning", "store_busy_retry", path=str(path), attempt=attempt)
-            policy.sleep(delay)
-    raise AssertionError("unreachable: the last delay is None")
+    with translate_errors(path):
+        return run_retrying(conn, fn, begin, _Backoff(path, policy, debug))
 
 
-def _attempt(
-    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], begin: str | None
-) -> T:
-    if begin is None:
-        return fn(conn)
-    conn.execute(begin)
-    try:
-        result = fn(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        # Also on cancellation or KeyboardInterrupt: nothing half-written stays.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return result
+@dataclass(frozen=True)
+class _Backoff:
+    """The store's `sqlitekit.txn.Retry`: the policy's delays in turn, each logged, then a
+    StoreError that names the file."""
 
+    path: Path
+    policy: RetryPolicy
+    debug: DebugLog | None
 
-class _Busy(Exception):
-    """Internal: the file was busy; the transaction was rolled back and may be retried."""
+    def before(self, attempt: int) -> None:
+        pass
+
+    def after(self, attempt: int) -> None:
+        pass
+
+    def wait(self, attempt: int, busy: sqlite3.OperationalError) -> None:
+        delays = self.policy.backoff_seconds
+        if attempt > len(delays):
+            raise StoreError(
+                f"{self.path} stayed busy: another process held its write lock through "
+                f"{attempt} attempts. Stop the other mnemara process using this instance "
+                "(`mnemara ps` lists them) and try again; nothing was written.",
+                path=self.path,
+            ) from busy
+        if self.debug is not None:
+            self.debug.write("warning", "store_busy_retry", path=str(self.path), attempt=attempt)
+        self.policy.sleep(delays[attempt - 1])
 
 
 def corrupt_error(path: Path, detail: str) -> StoreCorruptError:
@@ -189,19 +167,16 @@ def corrupt_error(path: Path, detail: str) -> StoreCorruptError:
 
 
 @contextmanager
-def translate_errors(path: Path, *, retry_busy: bool = False) -> Iterator[None]:
-    """Turn sqlite3 errors into the runtime's StoreError tree (or _Busy, to be retried)."""
+def translate_errors(path: Path) -> Iterator[None]:
+    """Turn sqlite3 errors into the runtime's StoreError tree."""
     try:
         yield
     except sqlite3.Error as exc:
-        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-        if code in _BUSY:
-            if retry_busy:
-                raise _Busy() from exc
+        if is_busy(exc):
             raise StoreError(
                 f"{path} is busy: another process is writing to it. Try again in a moment.",
                 path=path,
             ) from exc
-        if code in _CORRUPT or "malformed" in str(exc) or "not a database" in str(exc):
+        if is_corrupt(exc):
             raise corrupt_error(path, str(exc)) from exc
         raise StoreError(f"{path}: {exc}", path=path) from exc
