@@ -7,8 +7,8 @@ acts only through the host's verbs (panels/hostdb/verbs.py), as the CLI and the 
 - a typed line is the `input` verb; its ticket completes when the turn that took it ends,
   and the face follows the panel until then, while lines typed meanwhile are routed by the
   terminal (`/stop`, the at-once commands, or queued for after the turn);
-- a slash command is a verb (panels/repl/commands.py) or a read-only view; verbs that change
-  the window wait, in the host, for the turn in flight to end;
+- a slash command is a verb (panels/slash.py) or a read-only view (panels/repl/commands.py);
+  verbs that change the window wait, in the host, for the turn in flight to end;
 - what the panel does reaches the face as the host's live events (text deltas as they
   stream), shown by `EventView`; an approval request is asked on the terminal and answered
   with the `answer` verb.
@@ -42,8 +42,8 @@ from panels.hostdb import catalogue as ev
 from panels.repl import commands
 from panels.repl.approve import ask_operator
 from panels.repl.show import EventView
-from panels.repl.slash import MODELS, Command, SlashError, help_text, parse
 from panels.repl.terminal import Terminal, safe
+from panels.slash import MODELS, Command, SlashError, help_text, parse, verb_for
 from panels.team import TeamSpec
 from panels.unconfined import warning
 from runtime.config import load_config
@@ -244,7 +244,7 @@ class SoloFace:
         shown = await commands.view(command, self.paths)
         if shown is not None:
             return shown
-        verb = commands.verb_for(command, self.name, self.paths)
+        verb = verb_for(command, self.name, self.paths)
         if verb is None:
             raise SlashError(f"unknown command /{name}; /help lists them")
         in_turn = self.runner.in_turn

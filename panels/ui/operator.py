@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from panels.hostdb.verbs import Input, Pause, Resume, SetInbox, SetModel, SetTokens, Stop, Verb
-from panels.repl.slash import MODELS, SlashError, parse_token_count, resolve_model
+from panels.slash import MODELS, SlashError, parse_token_count, resolve_model
 from panels.text import clean
 from panels.ui.commands import Sender
 from panels.ui.context import ContextScreen

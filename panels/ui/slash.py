@@ -1,12 +1,12 @@
 """The original's slash commands, typed in a pane's input: what each one does in the dashboard.
 
-A line that starts with `/` is a command, not a message for the panel. Most commands are the
-REPL's verbs (panels/repl/commands.py `verb_for` builds the same typed verb, so the host
-applies them in one place). The rest open a screen (`/role_doc`, `/context`, `/show`, `/evict`
-alone), answer in the notice line (`/models`, `/tokens` alone, `/role` alone), or are the
-viewer's own (`/help`, `/quit`, `/inbox` alone toggles). Nothing here writes a file: a
-viewer only reads, and its changes go through the verbs. `Shown` text is trusted (ours) or
-cleaned where it quotes a file.
+A line that starts with `/` is a command, not a message for the panel. The grammar is the
+REPL's too (panels/slash.py): most commands are its verbs (`verb_for` builds the same typed
+verb, so the host applies them in one place). The rest open a screen (`/role_doc`,
+`/context`, `/show`, `/evict` alone), answer in the notice line (`/models`, `/tokens` alone,
+`/role` alone), or are the viewer's own (`/help`, `/quit`, `/inbox` alone toggles). Nothing
+here writes a file: a viewer only reads, and its changes go through the verbs. `Shown` text
+is trusted (ours) or cleaned where it quotes a file.
 """
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Literal
 
 from panels.hostdb import verbs
-from panels.repl.commands import verb_for
-from panels.repl.slash import HELP as REPL_HELP
-from panels.repl.slash import MODELS, Command, SlashError, parse
+from panels.slash import HELP as REPL_HELP
+from panels.slash import MODELS, Command, SlashError, parse, verb_for
 from runtime.home import InstancePaths
 
 Screen = Literal["context", "role_doc", "help", "skeleton", "model", "tokens"]
 
 # The dashboard's own commands, or its own meaning of a REPL command; the REPL's other lines
-# (panels/repl/slash.py HELP) hold here as written.
+# (panels/slash.py HELP) hold here as written.
 _OWN: tuple[tuple[str, str], ...] = (
     ("/role_doc", "edit the role doc; the panel reads it again on its next turn"),
     ("/context, /show", "where the input tokens go; browse, pin, unpin, evict, edit slots"),
@@ -136,7 +135,7 @@ def help_text() -> str:
 
 def skeleton_page(path: str) -> str:
     """A Python file's signatures and docstrings (blocking: run it in a thread)."""
-    from runtime.tools.skeleton import skeleton_of
+    from runtime.skeleton import skeleton_of
 
     try:
         source = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")

@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from panels.repl.approve import parse_answer, question_text
-from panels.repl.slash import SlashError, parse, parse_token_count, resolve_model
 from panels.repl.terminal import safe
+from panels.slash import SlashError, parse, parse_token_count, resolve_model
 from runtime.config import InstanceConfig, save_config
 from runtime.driver import Done, DriverEvent, ErrorEvent, TextDelta, ToolCall, TurnRequest, Usage
 from runtime.home import InstancePaths

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from panels.hostdb import verbs
-from panels.repl.slash import SlashError
+from panels.slash import SlashError
 from panels.ui.slash import Send, Shown, action_for
 from runtime.config import InstanceConfig, save_config
 from runtime.driver import DriverEvent, TextDelta, TurnRequest, Usage

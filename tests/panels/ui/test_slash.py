@@ -216,7 +216,7 @@ async def test_a_click_focuses_the_pane_it_lands_in(live_host: Any) -> None:
 
 
 def test_the_help_replaces_only_lines_the_repl_has() -> None:
-    from panels.repl.slash import HELP as REPL_HELP
+    from panels.slash import HELP as REPL_HELP
     from panels.ui import slash
 
     assert {usage for usage, _ in REPL_HELP} >= slash._REPLACED  # the REPL's list moved on

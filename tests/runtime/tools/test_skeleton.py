@@ -12,7 +12,7 @@ from tool_turns import results, run, tool_turn
 from runtime.home import InstancePaths
 from runtime.scripted import ScriptedDriver
 from runtime.session_open import open_session
-from runtime.tools.skeleton import skeleton_of
+from runtime.skeleton import skeleton_of
 
 SOURCE = '''"""A module that does things."""
 
