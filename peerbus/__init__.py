@@ -3,9 +3,10 @@
 `open_bus(location)` opens a bus for an `async with` block and yields a `BusBackend`: the
 SQLite backend for a path or a `sqlite:///` URL (peerbus/sqlite/), the PostgreSQL backend
 for a `postgresql://` URL (peerbus/postgres/). The host's loop: `claim`, `render_batch`,
-commit the turn, then `ack`. What is here at the top (model, routing, payload, render,
-errors) is pure and shared by the backends. Imports nothing from the rest of mnemara, and
-no backend until one is opened.
+commit the turn, then `ack`. `open_view(location)` is a viewer's read-only look at a bus
+(peerbus/view.py). What is here at the top (model, routing, payload, render, errors) is pure
+and shared by the backends. Imports nothing from the rest of mnemara, and no backend until
+one is opened.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from peerbus.model import (
 )
 from peerbus.original import read_original_watermark
 from peerbus.render import render_batch
+from peerbus.view import BusSnapshot, BusView, Flow
 
 
 @asynccontextmanager
@@ -74,6 +76,23 @@ async def open_bus(
             yield bus
 
 
+@asynccontextmanager
+async def open_view(location: str | Path) -> AsyncIterator[BusView]:
+    """The bus at `location`, read-only, for a viewer's block: never created, claimed or
+    written (a SQLite file must exist)."""
+    where = parse_location(location)
+    if where.scheme == "postgresql":
+        from peerbus.view import BackendView
+
+        async with open_bus(location, inspect_only=True) as bus:
+            yield BackendView(bus)
+    else:
+        from peerbus.sqlite.view import open_file_view
+
+        async with open_file_view(where.path) as view:
+            yield view
+
+
 __all__ = [
     "DEFAULT_SILENT_TYPES",
     "BusBackend",
@@ -84,9 +103,12 @@ __all__ = [
     "BusLocationError",
     "BusOpenError",
     "BusOptions",
+    "BusSnapshot",
     "BusStats",
+    "BusView",
     "Claim",
     "DeadLetter",
+    "Flow",
     "ForeignSchemaError",
     "InvalidKeyError",
     "InvalidRoleError",
@@ -105,6 +127,7 @@ __all__ = [
     "SettleResult",
     "SidecarLostError",
     "open_bus",
+    "open_view",
     "parse_location",
     "read_original_watermark",
     "redact",

@@ -4,8 +4,9 @@ dead letters, with a retry.
 Attributes down: the app gives the pane the bus (`bus_location`, from the host's meta) and
 the events that answer a retry (`show_events`). Messages up: selecting a dead letter and
 pressing `r` (or the button) posts `BusPane.RetryAsked`; the app sends the `retry` verb and
-the host applies it. The pane reads the bus itself (busview.py, read-only), only while it is
-shown. Names, topics and reasons come from peers: cleaned and rendered with markup off.
+the host applies it. The pane reads the bus itself through peerbus's viewer API
+(`open_view`, read-only), only while it is shown. Names, topics and reasons come from peers:
+cleaned and rendered with markup off.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from panels.hostdb import HostEvent
 from panels.hostdb.catalogue import VerbApplied
 from panels.hostdb.verbs import Retry
 from panels.text import clean
-from panels.ui.busview import BusSnapshot, Flow, open_busview
-from peerbus import PeerbusError, parse_location
+from peerbus import BusSnapshot, Flow, PeerbusError, open_view, parse_location
 
 INTERVAL = 0.25  # seconds between polls of the bus file while the pane is shown
 
@@ -111,7 +111,7 @@ class BusPane(Vertical):
             self._say(f"no bus file yet at {clean(location, 200)}")
             await anyio.sleep(1.0)
         try:
-            async with open_busview(location) as view:
+            async with open_view(location) as view:
                 while True:
                     snapshot = await view.poll()
                     if snapshot is not None:
