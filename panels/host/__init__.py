@@ -10,11 +10,31 @@ list), asker (headless approvals), digests (the watchdog's digest service), even
 coalesce (the event writer), wakeup (bus watching), instances (instance creation and team
 overrides), drivers (the CLI, live or rehearsal), states (the pure state machine), solo
 (an instance as a team of one), process (the pid file and the headless entry point), demo.
+
+The names below load on first use, so importing one module of the host (`panels.host.confine`,
+say) does not bring `Host` and everything it wires along.
 """
 
-from panels.host.host import Host, open_host
-from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
-from panels.host.states import PanelState
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from panels.host.host import Host, open_host
+    from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
+    from panels.host.states import PanelState
+
+_HOMES = {
+    "Host": "panels.host.host",
+    "open_host": "panels.host.host",
+    "Failure": "panels.host.restart",
+    "GiveUp": "panels.host.restart",
+    "Restart": "panels.host.restart",
+    "RestartPolicy": "panels.host.restart",
+    "decide": "panels.host.restart",
+    "PanelState": "panels.host.states",
+}
 
 __all__ = [
     "Failure",
@@ -26,3 +46,10 @@ __all__ = [
     "decide",
     "open_host",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(home), name)
