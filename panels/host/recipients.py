@@ -9,8 +9,8 @@ inputs, so it hands the guard this function (panel.py):
   the host: the tool sends nothing then);
 - the watchdog's `nudge_panel` (panels/watchdog/tools.py) sends to `name`.
 
-Kept apart from bustools.py, which needs the runner: panel.py builds the guard with this,
-and a module that imports the runner must not be imported by it (tests/test_structure.py).
+Kept apart from bustools.py: panel.py builds the guard with this, and needs nothing of the
+tools, their port or the outbox (tests/test_structure.py keeps the host's modules acyclic).
 """
 
 from __future__ import annotations
