@@ -138,7 +138,7 @@ def show(
     from runtime.home import InstancePaths
     from runtime.inspect import describe_window
     from runtime.lane import read_lane
-    from runtime.memory.replay_write import last_replay
+    from runtime.replay_record import last_replay
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance).require()

@@ -62,7 +62,7 @@ def find_panel_files(meta: dict[str, str], panel: str, *, hostdb: Path) -> Panel
 def latest_replay(meta: dict[str, str]) -> str | None:
     """The most recent replay of any panel, as the header shows it ("eng 2026-12-01 09:14, 3
     patterns"); None when no panel's instance has one. Blocking (reads sleep/)."""
-    from runtime.memory.replay_write import last_replay
+    from runtime.replay_record import last_replay
 
     found = []
     for key in meta:

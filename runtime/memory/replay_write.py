@@ -1,4 +1,5 @@
-"""Writing a replay plan: proposals, role-amendment drafts, archives, the digest, last_replay.json.
+"""Writing a replay plan: proposals, role-amendment drafts, archives, the digest, last_replay.json
+(its shape and reader: runtime/replay_record.py).
 
 Re-running on unchanged memory changes nothing but last_replay.json's `at`: drafts are named
 by their pattern's slug and a hash of its member notes and never rewritten once they exist
@@ -8,7 +9,6 @@ and holds no clock time; archived notes are already gone from the next run's not
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from runtime.memory.duplicates import Conflict
 from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
-from sqlitekit.jsonload import load_json
+from runtime.replay_record import RECORD, LastReplay
 
 SNIPPET = 200
 
@@ -32,34 +32,6 @@ class ReplayResult:
     archived: tuple[str, ...]  # sources archived by this run
     digest: Path
     last: Path
-
-
-@dataclass(frozen=True)
-class LastReplay:
-    """sleep/last_replay.json: what the last applied replay did (for `show` and the dashboard)."""
-
-    at: str
-    mode: str
-    days: int
-    threshold: int
-    atoms: int
-    patterns: int
-    proposals: int
-    archived: int
-    amendments: int
-    digest: str
-    reconcile: int = 0  # pairs of near-duplicates whose facts differ (none before #31)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def summary(self) -> str:
-        return (
-            f"last replay {self.at}: {self.patterns} patterns in {self.atoms} notes "
-            f"({self.days} days), {self.proposals} wiki proposals, {self.amendments} role "
-            f"amendments, {self.archived} archived, {self.reconcile} pairs to reconcile; "
-            f"{self.digest}"
-        )
 
 
 def apply_replay(plan: ReplayPlan, notes: NoteStore, paths: InstancePaths | Path) -> ReplayResult:
@@ -92,59 +64,25 @@ def apply_replay(plan: ReplayPlan, notes: NoteStore, paths: InstancePaths | Path
     else:
         write_text_atomic(digest, text)
         written.append(digest)
-    last = root / "sleep" / "last_replay.json"
+    last = root / RECORD
     write_json_atomic(last, _last_record(plan))
     return ReplayResult(tuple(written), tuple(unchanged), tuple(archived), digest, last)
 
 
-def last_replay(paths: InstancePaths | Path) -> LastReplay | None:
-    """The last applied replay, or None when there is none or its file is unusable."""
-    root = paths.root if isinstance(paths, InstancePaths) else paths
-    try:
-        data = load_json((root / "sleep" / "last_replay.json").read_text(encoding="utf-8"))
-        return LastReplay(
-            at=_text(data["at"]),
-            mode=_text(data["mode"]),
-            days=_count(data["days"]),
-            threshold=_count(data["threshold"]),
-            atoms=_count(data["atoms"]),
-            patterns=_count(data["patterns"]),
-            proposals=_count(data["proposals"]),
-            archived=_count(data["archived"]),
-            amendments=_count(data["amendments"]),
-            digest=_text(data["digest"]),
-            reconcile=_count(data.get("reconcile", 0)),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"not a string: {value!r}")
-    return value
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"not a count: {value!r}")
-    return value
-
-
 def _last_record(plan: ReplayPlan) -> dict[str, Any]:
-    return {
-        "at": plan.at.isoformat(timespec="seconds"),
-        "mode": "apply",
-        "days": plan.days,
-        "threshold": plan.threshold,
-        "atoms": plan.atoms,
-        "patterns": len(plan.patterns),
-        "proposals": len(plan.proposals),
-        "archived": len(plan.archived),
-        "amendments": len(plan.amendments),
-        "digest": plan.digest,
-        "reconcile": len(plan.conflicts),
-    }
+    return LastReplay(
+        at=plan.at.isoformat(timespec="seconds"),
+        mode="apply",
+        days=plan.days,
+        threshold=plan.threshold,
+        atoms=plan.atoms,
+        patterns=len(plan.patterns),
+        proposals=len(plan.proposals),
+        archived=len(plan.archived),
+        amendments=len(plan.amendments),
+        digest=plan.digest,
+        reconcile=len(plan.conflicts),
+    ).as_dict()
 
 
 # -- rendering (pure) ------------------------------------------------------------------------

@@ -29,8 +29,9 @@ from runtime.memory.replay import (
     plan_replay,
 )
 from runtime.memory.replay_policy import load_policy, policy_path
-from runtime.memory.replay_write import apply_replay, last_replay
+from runtime.memory.replay_write import apply_replay
 from runtime.memory.wiki import FileWiki
+from runtime.replay_record import last_replay
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
