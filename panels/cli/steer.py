@@ -168,10 +168,11 @@ def approve(
     ] = "yes",
 ) -> None:
     """Answer a tool call a panel is waiting on (see `mnemara logs`); --answer no refuses it."""
-    from panels.hostdb.verbs import ANSWERS
+    from runtime.policy.asking import Answer
 
-    if answer not in ANSWERS:
-        raise fail(f"unknown answer {answer!r}; say {', '.join(ANSWERS)}", EXIT_USAGE)
+    answers = [a.value for a in Answer]
+    if answer not in answers:
+        raise fail(f"unknown answer {answer!r}; say {', '.join(answers)}", EXIT_USAGE)
     give(team, make_verb("answer", panel, request=request, answer=answer))
 
 

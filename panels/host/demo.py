@@ -37,6 +37,7 @@ from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked
 from panels.hostdb.verbs import AnswerRequest, Input
 from panels.team import TeamSpec, load_team
 from panels.text import clean
+from runtime.policy.asking import Answer
 
 REQUEST = "Build a word counter: a wordcount.py that counts words, then a --top N option."
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "teams" / "trio"
@@ -165,7 +166,7 @@ async def _answer_yes(
     async for event in asked:
         out(f"demo answers approval {event.request} ({clean(event.tool, 60)} "
             f"{clean(event.target)}): yes")  # fmt: skip
-        verb = AnswerRequest(panel=event.panel, request=event.request, answer="yes")
+        verb = AnswerRequest(panel=event.panel, request=event.request, answer=Answer.YES)
         await anyio.to_thread.run_sync(_submit, hostdb_path, verb)
 
 

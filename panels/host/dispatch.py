@@ -32,7 +32,6 @@ from panels.hostdb.control import CommandAnswer
 from peerbus import PeerbusError
 from runtime.errors import MnemaraError
 from runtime.guard.records import HaltRecord
-from runtime.policy.asking import Answer
 from runtime.session import Session
 
 
@@ -228,7 +227,7 @@ class Dispatcher:
                     f"{len(open_ids)} open questions{where}; name one with --request"
                 )
             request = open_ids[0]
-        answer = Answer(verb.answer)
+        answer = verb.answer
         if not approvals.answer(request, answer, panel=verb.panel):
             raise VerbRefusedError(
                 f"no open question {request}"

@@ -15,9 +15,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from panels.errors import VerbError as VerbError  # defined there, re-exported here
+from runtime.policy.asking import Answer
 
-Answer = Literal["yes", "no", "session", "always"]
-ANSWERS: tuple[str, ...] = ("yes", "no", "session", "always")
 EvictWhat = Literal["tools", "thinking", "writes", "user", "assistant", "oldest", "newest", "rows"]
 MAX_TEXT = 256 * 1024
 
@@ -80,7 +79,8 @@ class AnswerRequest(Verb):
 
     name = "answer"
     request: int | None = Field(default=None, ge=1)
-    answer: Answer
+    # The policy's own type; not strict, so the stored value ("yes") reads back as the answer.
+    answer: Answer = Field(strict=False)
 
 
 class Nudge(PanelVerb):

@@ -94,9 +94,7 @@ class SoloFace:
         async for event in self._receive:
             if isinstance(event, ev.ApprovalAsked):
                 answer = await ask_operator(self.terminal, event)
-                verb = verbs.AnswerRequest(
-                    panel=self.name, request=event.request, answer=answer.value
-                )
+                verb = verbs.AnswerRequest(panel=self.name, request=event.request, answer=answer)
                 outcome = await self.host.dispatch(verb)
                 if not outcome.ok:
                     self.terminal.say("(too late: the question was closed; not run)")

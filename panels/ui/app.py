@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -29,7 +29,6 @@ from textual.worker import Worker, WorkerError
 
 from panels.hostdb import HostEvent, PanelRow
 from panels.hostdb.verbs import (
-    Answer,
     AnswerRequest,
     Halt,
     Pause,
@@ -52,6 +51,7 @@ from panels.ui.pane import PanelPane
 from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import Changes, Tail, open_tail
 from panels.unconfined import META_KEY, warning
+from runtime.policy.asking import Answer
 
 CHUNK = 200  # events a pane takes before the app lets other work run (a long catch-up)
 REPLAY_RECHECK = 30.0  # seconds between looks at the panels' last memory replay
@@ -243,7 +243,7 @@ class DashboardApp(OperatorApp):
             if answer is not None:
                 self._answered.add(question.request)
                 await self._send(AnswerRequest(panel=question.panel, request=question.request,
-                                               answer=cast(Answer, answer)))  # fmt: skip
+                                               answer=Answer(answer)))  # fmt: skip
             self._show_approvals()
             self._show_header()
 

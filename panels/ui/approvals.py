@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from panels.hostdb import catalogue as ev
 from panels.text import clean
+from runtime.policy.asking import ANSWER_KEYS, Answer
 from runtime.policy.display import escape_command_for_display
 
 TARGET_WIDTH = 2_000  # characters of a command shown in the answer modal
-ANSWER_KEYS = {"y": "yes", "n": "no", "s": "session", "a": "always"}
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,10 @@ class Question:
             always_offered=event.always_offered,
         )
 
-    def answers(self) -> dict[str, str]:
+    def answers(self) -> dict[str, Answer]:
         """Key to answer, for the answers this question accepts."""
-        return {k: a for k, a in ANSWER_KEYS.items() if a != "always" or self.always_offered}
+        offered = self.always_offered
+        return {k: a for k, a in ANSWER_KEYS.items() if a is not Answer.ALWAYS or offered}
 
 
 class ApprovalQueue:

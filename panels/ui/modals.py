@@ -21,6 +21,14 @@ from textual.widgets import Button, Input, Static
 from panels.hostdb.catalogue import Halted
 from panels.text import clean
 from panels.ui.approvals import Question
+from runtime.policy.asking import ANSWER_KEYS, Answer
+
+_LABELS = {
+    Answer.YES: "Yes",
+    Answer.NO: "No",
+    Answer.SESSION: "This session",
+    Answer.ALWAYS: "Always",
+}
 
 
 class ApprovalScreen(ModalScreen[str | None]):
@@ -28,10 +36,7 @@ class ApprovalScreen(ModalScreen[str | None]):
     or with None when the question closed elsewhere first."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer('yes')", "Yes"),
-        Binding("n", "answer('no')", "No"),
-        Binding("s", "answer('session')", "This session"),
-        Binding("a", "answer('always')", "Always"),
+        Binding(key, f"answer('{answer}')", _LABELS[answer]) for key, answer in ANSWER_KEYS.items()
     ]
 
     def __init__(self, question: Question, *, waiting: int) -> None:

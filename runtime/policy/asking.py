@@ -13,10 +13,11 @@ one map from a key to an answer, for every face that asks (the REPL, the dashboa
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from runtime.driver import ToolCallRequest
-from runtime.policy.verdict import Verdict
+if TYPE_CHECKING:  # only for the Asker's signature: the faces read Answer and its keys alone
+    from runtime.driver import ToolCallRequest
+    from runtime.policy.verdict import Verdict
 
 
 class Answer(StrEnum):
