@@ -67,11 +67,27 @@ def attempt(name, fn):
         R[name] = "refused " + type(exc).__name__
 W, HOME, OUT, EXTRA, SHARED = sys.argv[1:6]
 LISTENER = int(sys.argv[6])
+def _stat(p, name):
+    try:
+        with open(f"/proc/{p}/{name}", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+def _parent(p):
+    fields = _stat(p, "stat").rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 else 0
 def others():
-    """Every process but this one and the shell that started it: the CLI and the relay
-    above it are what a command must not reach."""
-    mine = {os.getpid(), os.getppid()}
-    return [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in mine]
+    """The CLI and the relay above the shell that started this probe: what a command must
+    not reach. Never further up: run unconfined, everything above the CLI (the test runner,
+    CI, the machine's own services) is not a target, and an attach to it would stop it."""
+    found, p = [], _parent(os.getppid())
+    while p > 1:
+        if _stat(p, "comm").strip() == "claude" or "relay.py" in _stat(p, "cmdline"):
+            found.append(p)
+        elif found or _stat(p, "comm").strip() not in ("bash", "sh", "dash"):
+            break  # the shells between this probe and the CLI are passed over
+        p = _parent(p)
+    return found
 def each_other(fn):
     got = [str(fn(p)) for p in others() if _try(fn, p)]
     if got:
@@ -109,9 +125,10 @@ def port(n, payload):
     return got
 libc = ctypes.CDLL(None, use_errno=True)
 def ptrace(p):
-    if libc.ptrace(16, p, None, None) != 0:
+    # PTRACE_SEIZE: the same permission as an attach, without the SIGSTOP an attach sends (a
+    # tracer that ends before it collects that stop leaves its tracee stopped for good).
+    if libc.ptrace(0x4206, p, None, None) != 0:
         raise PermissionError(ctypes.get_errno())
-    libc.ptrace(17, p, None, None)
     return p
 def getfd(p):
     pidfd = os.pidfd_open(p)
@@ -324,13 +341,18 @@ async def run_probe(
     """One turn through the real CLI that runs the probe, sandboxed (or, for the control,
     unconfined with the probe pattern-allowed); what the probe printed."""
     from runtime.claude import ClaudeDriver
-    from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies, save_config
-    from runtime.driver import ToolResult
-    from runtime.home import InstancePaths
+    from runtime.instance.config import (
+        InstanceConfig,
+        ToolPolicy,
+        default_tool_policies,
+        save_config,
+    )
+    from runtime.instance.home import InstancePaths
     from runtime.rehearsal import open_rehearsal_server, parse_script
     from runtime.sandbox import Sandbox, SandboxSettings, probe
-    from runtime.session_open import open_session
     from runtime.store import TurnStore
+    from runtime.turn.driver import ToolResult
+    from runtime.turn.open import open_session
 
     support = probe()
     if support.bwrap is None:
