@@ -73,7 +73,7 @@ def memory_figures(exe: Path, runs: int) -> bool:
         for name in ("noting", "quiet"):
             subprocess.run([str(exe), "init", "-i", name], env=env, check=True, capture_output=True)
         seed = (
-            "from runtime.home import InstancePaths\n"
+            "from runtime.instance.home import InstancePaths\n"
             "from runtime.memory.notes import FileNotes\n"
             "notes = FileNotes(InstancePaths.for_name('quiet').memory)\n"
             "for i in range(200):\n"

@@ -55,14 +55,14 @@ from continuity_script import (
 )
 
 from panels.host.host import Host
-from panels.host.instances import ensure_instance
+from panels.host.turns.instances import ensure_instance
 from panels.hostdb import Logged
 from panels.hostdb.catalogue import ApprovalAsked, Halted, TurnEnded
 from panels.hostdb.verbs import AnswerRequest, Input
 from panels.team import TeamSpec, load_team
 from peerbus import open_bus
-from runtime.config import load_config, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import load_config, save_config
+from runtime.instance.home import InstancePaths
 from runtime.policy.rules import load_rules
 from runtime.rehearsal import RequestRecord
 

@@ -27,12 +27,12 @@ from continuity_script import (
 
 from panels.hostdb.catalogue import ApprovalAsked
 from peerbus.model import Record
-from runtime.config import load_config
-from runtime.home import InstancePaths
-from runtime.prompt import render_row, render_slots
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal import RequestRecord
-from runtime.rows import Slot
 from runtime.store import TurnStore
+from runtime.turn.prompt import render_row, render_slots
+from runtime.window.rows import Slot
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The prompt layouts the cost benchmark compares, each run through the real CLI.
 
-- ours: the real thing. `open_session` + `ClaudeDriver`; the prompt is `runtime.prompt`'s
+- ours: the real thing. `open_session` + `ClaudeDriver`; the prompt is `runtime.turn.prompt`'s
   head block, one block per stored row with our cache marker on the last, then the tail; the
-  window is trimmed in steps (`runtime.window`), and the session picks the cache TTL.
+  window is trimmed in steps (`runtime.window.plan`), and the session picks the cache TTL.
 - original: the original mnemara's layout. The whole window flattened into one text block
   with the new input at its end, no cache marker of ours, and FIFO trimming every turn (the
   oldest rows go as soon as a cap is passed).
@@ -26,18 +26,18 @@ from pathlib import Path
 from typing import Literal
 
 from runtime.claude import ClaudeDriver
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import Decision, ToolCallRequest, TurnRequest
-from runtime.home import InstancePaths
-from runtime.prompt import render_row
-from runtime.recorder import TurnRecorder
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, RequestRecord
-from runtime.rows import Row, estimate_tokens
-from runtime.session_events import Trimmed
-from runtime.session_open import open_session
 from runtime.store import TurnStore
 from runtime.tools.aftercare import window_caps
-from runtime.window import RowStat, WindowCaps, plan_trim
+from runtime.turn.driver import Decision, ToolCallRequest, TurnRequest
+from runtime.turn.events import Trimmed
+from runtime.turn.open import open_session
+from runtime.turn.prompt import render_row
+from runtime.turn.recorder import TurnRecorder
+from runtime.window.plan import RowStat, WindowCaps, plan_trim
+from runtime.window.rows import Row, estimate_tokens
 
 # Billed input-token equivalents: a cache read costs 0.1 of an input token, a 5-minute cache
 # write 1.25 and a one-hour write 2.0 (DESIGN.md section 5).
@@ -154,7 +154,7 @@ async def run_ours(
 @dataclass
 class FlatWindow:
     """A flattened window: rows in order, trimmed FIFO (the original: the oldest row goes
-    whenever a cap is passed) or in steps (ours: `runtime.window.plan_trim`)."""
+    whenever a cap is passed) or in steps (ours: `runtime.window.plan.plan_trim`)."""
 
     caps: WindowCaps
     trimming: Trimming

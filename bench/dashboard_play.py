@@ -8,8 +8,8 @@ never shares the GIL with the dashboard it feeds. Two plays:
   every 10-25 ms, now and then a tool call answered 50-300 ms later, a `TurnEnded` every few
   calls; one transaction every 10-50 ms holds what all panels said since the last, and the
   status rows are rewritten (their own transaction) when a panel's turn count changed, as
-  panels/host/eventlog.py does. That is a harder load than a real host gives: the host
-  coalesces text into a `Said` every 0.25 s at most (panels/host/coalesce.py), so a real
+  panels/host/control/eventlog.py does. That is a harder load than a real host gives: the host
+  coalesces text into a `Said` every 0.25 s at most (panels/host/control/coalesce.py), so a real
   panel writes about 4 of them a second, not 40-100.
 - `fill`: one panel's transcript gets exactly `lines` logical lines as fast as SQLite takes
   them: blocks of a 99-line `Said` (a model printing a file), a tool call and its result

@@ -73,10 +73,10 @@ def change_world(root: Path, i: int, files: int, edit_every: int, new_every: int
 
 
 async def main(files: int, calls: int, edit_every: int, new_every: int) -> None:
-    from runtime.driver import Decision, ToolCallRequest, ToolResult
     from runtime.guard.guard import TOUCHED_CAPACITY, Guard, GuardSettings
     from runtime.guard.sentinel import WorldState
     from runtime.guard.world import WorkingTree
+    from runtime.turn.driver import Decision, ToolCallRequest, ToolResult
 
     class Allow:
         async def decide(self, call: ToolCallRequest) -> Decision:

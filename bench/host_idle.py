@@ -31,7 +31,7 @@ async def main(panels: int, seconds: float) -> None:
     os.environ["MNEMARA_HOME"] = str(scratch / "home")
     from panels.host import Host
     from panels.team import parse_team
-    from runtime.scripted import ScriptedDriver
+    from runtime.turn.scripted import ScriptedDriver
 
     (scratch / "work").mkdir()
     body = "".join(f'[[panels]]\nname = "p{i:02d}"\n' for i in range(panels))

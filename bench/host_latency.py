@@ -35,14 +35,14 @@ async def main(rounds: int) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="host-latency-"))
     os.environ["MNEMARA_HOME"] = str(scratch / "home")
     from panels.host import Host
-    from panels.host.delivery import OPERATOR, operator_route
+    from panels.host.delivery.feed import OPERATOR, operator_route
     from panels.hostdb import Logged, connect, submit_command
     from panels.hostdb.catalogue import ToolCalled, TurnStarted, VerbApplied
     from panels.hostdb.verbs import Input, SetInbox
     from panels.team import parse_team
     from peerbus.sqlite import close_bus, connect_bus, submit
-    from runtime.driver import Done, TextDelta, ToolCall, Usage
-    from runtime.scripted import ScriptedDriver
+    from runtime.turn.driver import Done, TextDelta, ToolCall, Usage
+    from runtime.turn.scripted import ScriptedDriver
 
     (scratch / "work").mkdir()
     team = parse_team('[team]\nname = "lat"\nworkdir = "work"\n[[panels]]\nname = "a"\n'

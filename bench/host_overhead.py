@@ -2,7 +2,7 @@
 
 For each window size (`--rows`, default 500, 2,000 and 8,000 rows of text, tool_use and
 tool_result blocks, about 108 tokens a row) a fresh instance is seeded in one bulk insert and
-a real session (`runtime.session_open.open_session`) runs `--turns` turns against a driver
+a real session (`runtime.turn.open.open_session`) runs `--turns` turns against a driver
 that answers at once: every third reply reads a file through a tool call. Each measured turn
 is the whole `Session.turn`: role doc, input row stored, window read and prompt assembled, the reply
 committed, spend saved, post-turn care and the trim (the caps sit 20 rows above the seed and the
@@ -39,8 +39,10 @@ from typing import Any
 
 import anyio
 
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import (
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Decision,
     Done,
     DriverEvent,
@@ -51,12 +53,10 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.home import InstancePaths
-from runtime.rows import NewRow, estimate_tokens
-from runtime.session import Session
-from runtime.session_events import Trimmed, TurnCommitted
-from runtime.session_open import open_session
-from runtime.store import TurnStore
+from runtime.turn.events import Trimmed, TurnCommitted
+from runtime.turn.open import open_session
+from runtime.turn.session import Session
+from runtime.window.rows import NewRow, estimate_tokens
 
 HEADROOM_ROWS = 20
 LOW_WATER = 0.95

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loops_v1 import OldGraph
 
-from panels.host.loop_rules import RULES, LoopSettings
-from panels.host.loop_state import encode
-from panels.host.loop_world import NO_CHANGE
-from panels.host.loops import Sent, TeamGraph, TurnEnd
+from panels.host.loops.graph import Sent, TeamGraph, TurnEnd
+from panels.host.loops.rules import RULES, LoopSettings
+from panels.host.loops.state import encode
+from panels.host.loops.world import NO_CHANGE
 from panels.hostdb import connect
 from panels.hostdb.loopstate import save_loop_rows
 from tests.corpus_kit import load_replay

@@ -1,6 +1,6 @@
 """The team-loop rules as they were before issue 29, kept for bench/loop_corpus.py only.
 
-A copy of the decision functions and the graph of panels/host/loop_rules.py and loops.py at
+A copy of the decision functions and the graph of panels/host/loops/rules.py and graph.py at
 b4a06af, so the bench can print the old rules beside the new ones on the same corpus. Not
 used by the product. `OldGraph` takes the replay's events (the new `TurnEnd` and `Sent`) and
 gives the old graph what it took then: a turn's world change as one boolean, true whatever
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from panels.host.loop_rules import LoopVerdict
-from panels.host.loops import Sent, TurnEnd
+from panels.host.loops.graph import Sent, TurnEnd
+from panels.host.loops.rules import LoopVerdict
 from peerbus.model import DEFAULT_SILENT_TYPES
 
 RULES = ("ping_pong", "ack_storm", "broadcast_cascade", "edge_rate")

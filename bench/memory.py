@@ -4,7 +4,7 @@ Targets from issue 11.
 
     .venv/bin/python bench/memory.py [--atoms 1000] [--queries 200] [--seed 1]
 
-- import cost: `python -X importtime -c "import runtime.session"` (and `runtime.memory`) in a
+- import cost: `python -X importtime -c "import runtime.turn.session"` (and `runtime.memory`) in a
   fresh process; the self-times of every module of lancedb, pyarrow, onnxruntime, tokenizers,
   numpy, ladybug and kuzu are summed (0 when none is imported), and `sys.modules` is checked
   after the import too. The cumulative time of `runtime.memory` itself is printed apart.
@@ -91,7 +91,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    for module in ("runtime.session", "runtime.memory"):
+    for module in ("runtime.turn.session", "runtime.memory"):
         heavy_ms, memory_ms, loaded = import_cost(module)
         verdict = "PASS" if heavy_ms == 0 and not loaded else "MISS"
         names = f" ({', '.join(loaded[:5])})" if loaded else ""

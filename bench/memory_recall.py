@@ -51,8 +51,8 @@ from memory_recall_corpus import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from runtime.config import InstanceConfig
-    from runtime.home import InstancePaths
+    from runtime.instance.config import InstanceConfig
+    from runtime.instance.home import InstancePaths
     from runtime.memory.facts import Facts
     from runtime.memory.memory import Memory
     from runtime.memory.protocols import Embedder, Progress
@@ -304,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(corpus: Corpus, args: argparse.Namespace, home: Path, phases: dict[str, float]) -> int:
-    from runtime.config import InstanceConfig, save_config
-    from runtime.home import InstancePaths
+    from runtime.instance.config import InstanceConfig, save_config
+    from runtime.instance.home import InstancePaths
     from runtime.memory.embed import build_embedder
     from runtime.memory.facts import differences
     from runtime.memory.replay import DUPLICATE_DISTANCE as cutoff

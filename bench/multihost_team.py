@@ -42,8 +42,8 @@ from soak_team import lay_out
 
 from panels.host.process import run_headless
 from panels.team import PanelSpec, TeamSpec, load_team
-from runtime.driver import AgentDriver, DriverEvent, TurnRequest
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import AgentDriver, DriverEvent, TurnRequest
 
 DISPATCHER = "dispatcher"
 HARNESS_RATE = 100_000  # the highest `[team.loops] rate_messages` takes
@@ -86,7 +86,7 @@ def team_toml(team: str, bus: str, members: Sequence[tuple[str, str, Sequence[st
     """A team file: (name, role file, listens_to) per panel, all on the bus `bus`."""
     lines = ["[team]", f'name = "{team}"', 'workdir = "work"', f'bus = "{bus}"']
     lines.append("max_concurrent_turns = 2")
-    # The team loop rules' rate bound (panels/host/loop_rules.py: 60 messages on an edge in
+    # The team loop rules' rate bound (panels/host/loops/rules.py: 60 messages on an edge in
     # 300 s halts the sender) would stop this harness's 1,000 tasks as it stops a runaway;
     # raised like the send window (soak_driver.py). The other loop rules stay as they are.
     lines += ["[team.loops]", f"rate_messages = {HARNESS_RATE}", *SENDS_TABLE]

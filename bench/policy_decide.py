@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.config import InstanceConfig, ToolPolicy
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, ToolPolicy
+from runtime.instance.home import InstancePaths
 from runtime.policy.context import PolicyContext
 from runtime.policy.limits import MAX_COMMAND_WORDS, MAX_DIRECTORY_CHANGES
 from runtime.policy.policy import PolicyState, Verdict, decide

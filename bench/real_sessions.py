@@ -48,17 +48,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transcripts import Call, Session, TranscriptError, load_all
 
-from runtime.config import InstanceConfig, McpServer, default_tool_policies
-from runtime.driver import ToolCallRequest, ToolResult
 from runtime.guard.calls import effect_of, normalise_output
 from runtime.guard.guard import Guard, GuardSettings
 from runtime.guard.identity import call_identity
 from runtime.guard.policy import build_policy
 from runtime.guard.sentinel import WorldState
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, McpServer, default_tool_policies
+from runtime.instance.home import InstancePaths
 from runtime.policy.asking import Answer
 from runtime.policy.context import Containment
 from runtime.policy.verdict import Verdict, mcp_server_of
+from runtime.turn.driver import ToolCallRequest, ToolResult
 
 DEFAULT_SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "real-sessions"
 TARGET_ASKED = 0.05

@@ -109,13 +109,18 @@ text = "done"
 
 async def per_turn(turns: int) -> None:
     from runtime.claude import ClaudeDriver
-    from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies, save_config
-    from runtime.home import InstancePaths
+    from runtime.instance.config import (
+        InstanceConfig,
+        ToolPolicy,
+        default_tool_policies,
+        save_config,
+    )
+    from runtime.instance.home import InstancePaths
     from runtime.rehearsal import open_rehearsal_server, parse_script
     from runtime.rehearsal.env import rehearsal_env
     from runtime.sandbox import Sandbox, SandboxSettings, probe
-    from runtime.session_open import open_session
     from runtime.store import TurnStore
+    from runtime.turn.open import open_session
 
     support = probe()
     if support.bwrap is None:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sentinel_v1.sentinel import Sentinel as OldSentinel
 
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
 
 HERE = Path(__file__).resolve().parent
 REPLAY = HERE.parent / "tests" / "sentinel" / "corpus" / "replay.py"

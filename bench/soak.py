@@ -104,7 +104,7 @@ from soak_ring import plan_ring_faults
 from soak_state import TeamState, connect_ro, pending_now, read_state, unpublished_now
 from soak_team import Workspace, make_workspace
 
-from panels.host.delivery import OPERATOR
+from panels.host.delivery.feed import OPERATOR
 from panels.host.process import read_pid_record
 from peerbus import BusBackend, Outgoing, open_bus
 

@@ -19,7 +19,7 @@ from typing import Any
 from soak_protocol import PRODUCER_TEAM, Protocol
 from soak_state import PanelStore, TeamState
 
-from panels.host.delivery import OPERATOR
+from panels.host.delivery.feed import OPERATOR
 
 EXAMPLES = 5
 

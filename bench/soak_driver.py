@@ -5,7 +5,7 @@
 This is the code path of `mnemara up --headless`. Unless the team file names a rehearsal
 script (then the bundled CLI answers, `--cli`), every panel gets a `SoakDriver`: it reads
 only the current input of the turn (the last block of the request, after the transcript,
-slots and inbox; runtime/prompt.py) and sends what the soak's protocol asks for, through
+slots and inbox; runtime/turn/prompt.py) and sends what the soak's protocol asks for, through
 the panel's own `send_message` tool, gated by the request's approver as the live driver is:
 
 - the producer, for each operator line `op-<n>`, sends `task op-<n>` to eng1 (n even) or
@@ -52,11 +52,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from panels.host.delivery import operator_route
+from panels.host.delivery.feed import operator_route
+from panels.host.delivery.sendlimit import SendLimits
 from panels.host.process import run_headless
-from panels.host.sendlimit import SendLimits
 from panels.team import PanelSpec, TeamSpec, load_team
-from runtime.driver import (
+from runtime.turn.driver import (
     AgentDriver,
     Done,
     DriverEvent,
@@ -71,7 +71,7 @@ from runtime.driver import (
     deny_text,
     model_tool_name,
 )
-from runtime.scripted import find_tool
+from runtime.turn.scripted import find_tool
 
 if TYPE_CHECKING:
     from soak_protocol import Protocol
@@ -86,7 +86,7 @@ OP_LINE = re.compile(r"^op-(\d+)$", re.MULTILINE)
 TASK = re.compile(r"\btask op-(\d+)\b")
 # What one turn may send (and so take): the host's default, which the team files keep.
 BATCH = SendLimits().per_turn
-# The host's outbound rate limit (panels/host/sendlimit.py: 60 sends per panel in 300 s)
+# The host's outbound rate limit (panels/host/delivery/sendlimit.py: 60 sends per panel in 300 s)
 # stops a worm at model speed; the harnesses send hundreds of tasks in a minute or two on
 # purpose, so their team files give a window limit they never reach. The per-turn limit and
 # the copy and verbatim-forward checks stay as they are.

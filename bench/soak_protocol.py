@@ -24,7 +24,7 @@ from soak_driver import (
 )
 from soak_ring import ring_names, ring_ops, ring_owes, ring_sends, ring_size
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 
 Sends = Callable[[str, str, frozenset[int]], list[tuple[str, str]]]
 Owed = tuple[str, str, str]  # (sender, recipient, text)

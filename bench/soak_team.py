@@ -19,10 +19,10 @@ from soak_driver import ENGINEERS, FAULTS, MARKS, PRODUCER, SENDS_TABLE, Faults
 from soak_protocol import PRODUCER_TEAM, Protocol
 from soak_recreate import make_foreign_bus
 
-from panels.host.instances import ensure_instance
+from panels.host.turns.instances import ensure_instance
 from panels.team import TeamSpec, load_team
-from runtime.config import load_config, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import load_config, save_config
+from runtime.instance.home import InstancePaths
 
 TEAM = "soak"
 # Far above anything a soak reaches: no trim, so consumed_ids stay in the window rows.

@@ -6,7 +6,7 @@ window trims) runs through the real Claude Code CLI bundled with the SDK, three 
 against its own rehearsal model (runtime/rehearsal/), which bills every request by the
 prompt-cache rules from the request bytes:
 
-- ours: `open_session` + `ClaudeDriver`, the layout of runtime/prompt.py;
+- ours: `open_session` + `ClaudeDriver`, the layout of runtime/turn/prompt.py;
 - original: the original's layout, the whole window as one flattened text block with FIFO
   trimming every turn (bench/cost_layouts.py);
 - like-for-like: the same flattened block over the same rows, trimmed on our schedule.
@@ -55,10 +55,10 @@ from cost_layouts import GapClock, TurnCost, make_instance, run_flat, run_ours
 from cost_minimum import FIVE_MINUTES, minimum_turn
 from cost_workload import Workload, make_workspace, task_input
 
-from runtime.cache_ttl import TtlSetting
-from runtime.config import InstanceConfig
+from runtime.instance.config import InstanceConfig
 from runtime.rehearsal import PanelScript, Script, open_rehearsal_server
 from runtime.rehearsal.env import rehearsal_env
+from runtime.turn.cache_ttl import TtlSetting
 
 ROLE_DOC = Path(__file__).parent.parent / "examples" / "roles" / "coder.md"
 PANEL = "coder"

@@ -16,10 +16,10 @@ from pathlib import Path
 import anyio
 
 from runtime import open_session
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import Decision, Done, TextDelta, ToolCallRequest, Usage
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import Decision, Done, TextDelta, ToolCallRequest, Usage
+from runtime.turn.scripted import ScriptedDriver
 
 
 class AllowReads:

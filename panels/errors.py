@@ -11,12 +11,12 @@ MnemaraError (runtime/errors.py)
     ├── VerbError                 a verb is unknown, or an argument is missing or invalid (also
     │                             a ValueError); the host refuses it, the CLI exits 2
     ├── VerbRefusedError          inside the host's dispatcher only: a verb that cannot apply
-    │                             now; it becomes a failed outcome (panels/host/dispatch.py)
+    │                             now; it becomes a failed outcome (panels/host/control/dispatch.py)
     └── WindowVerbError           a window verb cannot be applied to the panel as given
 
 The classes are defined here once (VerbRefusedError, which never leaves the dispatcher, is
 defined there); `panels.host.errors`, `panels.team.errors`, `panels.hostdb` and
-`panels.host.window` re-export the ones they raise. Every error carries
+`panels.host.turns.window` re-export the ones they raise. Every error carries
 the fields that locate it and a message that says what to do next; the CLI maps the classes
 to exit codes (panels/cli/errors.py, the table in README.md).
 

@@ -1,7 +1,7 @@
 """What /proc says of a process: alive or not (a zombie is not), and its stat fields.
 
 Shared by the host's pid file (panels/host/process.py), its sweep of an earlier life's
-leftovers (panels/host/orphans.py), and the viewers that ask whether a team's host runs
+leftovers (panels/host/turns/orphans.py), and the viewers that ask whether a team's host runs
 (`mnemara teams`, the dashboard); on a system without /proc, only existence is checked.
 """
 

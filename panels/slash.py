@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from panels.hostdb import VerbError, parse_verb, verbs
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 
 HELP: tuple[tuple[str, str], ...] = (
     ("/role [PATH]", "show the role doc path, or switch to PATH (saved to config)"),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED, PanelRow
 from panels.team import TeamSpec
 
-UNCONFINED = "tools run unconfined"  # how the host's note begins (panels/host/confine.py)
+UNCONFINED = "tools run unconfined"  # how the host's note begins (panels/host/turns/confine.py)
 META_KEY = "sandbox"  # host.sqlite meta: the host's note (told), "" when it built no drivers
 # Said when no note says more: a driver given to the host by its caller, without a sandbox.
 PLAIN = f"{UNCONFINED} (with your full rights): the panel's driver has no sandbox"

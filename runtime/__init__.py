@@ -5,18 +5,21 @@ The public names load lazily, so importing a submodule (as the CLI does) stays c
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.session import Session
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
+    from runtime.turn.session import Session
 
 __all__ = ["Session", "open_session"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from runtime import session
+_HOMES = {"Session": "runtime.turn.session", "open_session": "runtime.turn.open"}
 
-        return getattr(session, name)
-    raise AttributeError(name)
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(name)
+    return getattr(import_module(home), name)

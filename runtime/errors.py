@@ -6,7 +6,7 @@ MnemaraError                      root of everything the runtime raises on purpo
 │   ├── InvalidInstanceNameError  the name could escape MNEMARA_HOME or is reserved
 │   ├── InstanceNotFoundError     no directory for that instance
 │   ├── InstanceExistsError       `init` would overwrite an existing instance
-│   └── InstanceLeasedError       a host or command holds the instance's lease (runtime/lease.py)
+│   └── InstanceLeasedError       a host or command holds the instance's lease (instance/lease.py)
 ├── StoreError                    turns.sqlite cannot be opened, read or written
 │   ├── StoreCorruptError         the file is not a usable SQLite database
 │   └── ExportFormatError         an import file is malformed or from a newer format version
@@ -108,7 +108,7 @@ class RoleDocError(MnemaraError):
 
 
 class LaneError(RoleDocError):
-    """Raised when a role doc's front matter (its lane, runtime/lane.py) cannot be used.
+    """Raised when a role doc's front matter (its lane, runtime/instance/lane.py) cannot be used.
 
     The message is `<file>:<line>: lane field '<field>': <what is wrong>; <what to do>`
     (`lane front matter` in place of the field when no one field is at fault). A turn that

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from runtime.config import InstanceConfig, load_config, save_config
-from runtime.driver import Decision, ToolCallRequest
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, load_config, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import Decision, ToolCallRequest
 from tests.pgcluster import pg_cluster, pg_url  # noqa: F401 (the PostgreSQL fixtures, for any test)
 
 

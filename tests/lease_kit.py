@@ -8,14 +8,14 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 
 HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from runtime.home import InstancePaths
-    from runtime.lease import LeaseOwner, acquire_lease
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lease import LeaseOwner, acquire_lease
 
     paths = InstancePaths.for_name(sys.argv[1], Path(sys.argv[2]))
     team = sys.argv[3]

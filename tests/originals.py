@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 
 # The original's CREATE statements, with the columns its _migrate_schema adds.
 TURNS_SCHEMA = """

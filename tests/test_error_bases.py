@@ -10,8 +10,8 @@ import pytest
 
 from panels.cli.errors import EXIT_BUS, EXIT_FAILURE, report
 from panels.errors import PanelsError
-from panels.host.dispatch import Dispatcher, VerbRefusedError
-from panels.host.tickets import Tickets
+from panels.host.control.dispatch import Dispatcher, VerbRefusedError
+from panels.host.delivery.tickets import Tickets
 from panels.hostdb import verbs
 from peerbus.errors import PeerbusError
 from peerbus.sqlite.gate import GateTimeout, WriterGate

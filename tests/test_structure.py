@@ -4,7 +4,10 @@ two modules that each need the other), and the seams kept narrow."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grimp
+from pytest import MonkeyPatch
 
 PACKAGES = ("runtime", "peerbus", "panels", "sqlitekit")
 
@@ -69,10 +72,36 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = grimp.build_graph(*PACKAGES, include_external_packages=False)
-    graph.add_import(importer="panels.host.services", imported="panels.host.panel")
-    assert ["panels.host.panel", "panels.host.services"] in _cycles(graph, set())
+    graph.add_import(importer="panels.host.services", imported="panels.host.turns.panel")
+    assert ["panels.host.services", "panels.host.turns.panel"] in _cycles(graph, set())
 
 
 def test_the_scripted_driver_does_not_need_the_claude_driver() -> None:
     graph = grimp.build_graph("runtime", include_external_packages=False)
-    assert not graph.chain_exists("runtime.scripted", "runtime.claude", as_packages=True)
+    assert not graph.chain_exists("runtime.turn.scripted", "runtime.claude", as_packages=True)
+
+
+# The faces of the packages with rooms: every other module sits in a room (a subpackage).
+FACES = {
+    "runtime": {"__init__", "errors"},
+    "panels.host": {"__init__", "host", "services", "process", "thread", "solo", "demo", "errors"},
+}
+
+
+def loose_modules(package: str) -> set[str]:
+    """The modules directly in `package`'s folder, by name."""
+    folder = Path(__file__).resolve().parent.parent.joinpath(*package.split("."))
+    return {path.stem for path in folder.glob("*.py")}
+
+
+def test_runtime_and_the_host_keep_their_modules_in_rooms() -> None:
+    for package, face in FACES.items():
+        assert loose_modules(package) <= face, package
+
+
+def test_a_module_left_outside_a_room_is_found(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    (tmp_path / "runtime").mkdir()
+    for name in ("__init__", "errors", "stray"):
+        (tmp_path / "runtime" / f"{name}.py").write_text("")
+    monkeypatch.setattr("tests.test_structure.__file__", str(tmp_path / "tests" / "x.py"))
+    assert loose_modules("runtime") - FACES["runtime"] == {"stray"}

@@ -60,9 +60,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.records import CallEvidence, HaltRecord
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 from sentinel_v1.calls import call_key, canonical_arguments, effect_of, outcome_digest, runs_tests
 from sentinel_v1.rules import (
     Change,

@@ -121,7 +121,7 @@ def inbox(
 
     Operator input waiting for the panel (its route NAME@operator) is listed first, marked.
     """
-    from panels.host.delivery import operator_route
+    from panels.host.delivery.feed import operator_route
 
     name = one_of(panel, recipient, "PANEL")
     if name is None:

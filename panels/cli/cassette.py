@@ -1,9 +1,9 @@
 """`mnemara rehearse --cassette`: replay a recorded session offline, or convert it to a script.
 
 The replay is an ordinary rehearsal (rehearse.py) whose script is the cassette's recorded
-answers in order (runtime/rehearsal/cassette_script.py), with the recorded operator inputs
+answers in order (runtime/cassette/script.py), with the recorded operator inputs
 as its turns. Afterwards the replay's requests are compared with the recording
-(runtime/rehearsal/cassette_check.py): the first request that differs and where, and whether
+(runtime/cassette/check.py): the first request that differs and where, and whether
 each recorded tool call was allowed or refused the same way. Exit 0 when identical,
 `EXIT_DIVERGED` when not.
 """
@@ -20,17 +20,17 @@ import typer
 from panels.cli.errors import EXIT_DIVERGED, EXIT_DRIVER, EXIT_FAILURE
 
 if TYPE_CHECKING:
+    from runtime.cassette.check import ReplayReport
+    from runtime.cassette.file import Cassette
     from runtime.rehearsal import RequestRecord
-    from runtime.rehearsal.cassette import Cassette
-    from runtime.rehearsal.cassette_check import ReplayReport
     from runtime.sandbox.settings import Mode
 
 
 def write_script(cassette: Path, out: Path, instance: str | None) -> None:
     """Convert `cassette` to a rehearsal script at `out` (the panel named like the recorded
     instance, or `instance` when given), written whole or not at all."""
-    from runtime.rehearsal.cassette import load_cassette
-    from runtime.rehearsal.cassette_script import script_toml, turns
+    from runtime.cassette.file import load_cassette
+    from runtime.cassette.script import script_toml, turns
 
     parsed = load_cassette(cassette)
     panel = instance or parsed.instance or "recorded"
@@ -54,10 +54,10 @@ def run_cassette(
     one rehearsal runner, for cassettes and scripts alike); print how it compares."""
     import anyio
 
-    from runtime.home import InstancePaths
+    from runtime.cassette.file import load_cassette
+    from runtime.cassette.script import cassette_script, recorded_usage
+    from runtime.instance.home import InstancePaths
     from runtime.policy.rules import load_rules
-    from runtime.rehearsal.cassette import load_cassette
-    from runtime.rehearsal.cassette_script import cassette_script, recorded_usage
 
     load_rules(InstancePaths.for_name(instance).require().permissions)
     parsed = load_cassette(cassette)
@@ -95,9 +95,9 @@ def run_cassette(
 
 def compare(cassette: Cassette, records: list[RequestRecord]) -> ReplayReport:
     """The replay's conversation requests against the recorded ones."""
-    from runtime.rehearsal.cassette_check import compare_replay
-    from runtime.rehearsal.cassette_script import turns
-    from runtime.rehearsal.scrub import Scrubber, env_secrets
+    from runtime.cassette.check import compare_replay
+    from runtime.cassette.script import turns
+    from runtime.cassette.scrub import Scrubber, env_secrets
 
     recorded = turns(cassette)
     bodies = [e.request.body if isinstance(e.request.body, dict) else {} for e in recorded]

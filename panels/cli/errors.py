@@ -120,7 +120,7 @@ def fail(message: str, code: int = EXIT_FAILURE) -> typer.Exit:
 def check_home() -> None:
     """Refuse a MNEMARA_HOME that is (or lies under) a file, before anything uses it."""
     from runtime.errors import ConfigError
-    from runtime.home import mnemara_home
+    from runtime.instance.home import mnemara_home
 
     home = mnemara_home()
     probe = home

@@ -75,8 +75,8 @@ def up(
     """
     import anyio
 
-    from panels.host.orphans import without_marker
     from panels.host.process import new_life_id, run_headless, take_pid_file
+    from panels.host.turns.orphans import without_marker
     from panels.team import load_team
 
     team = load_team(team_file)
@@ -131,7 +131,7 @@ def up(
 def refuse_originals(team: TeamSpec) -> None:
     """Refuse, before a host starts, a team whose panels use an original mnemara's instance
     not yet migrated (only `migrate` converts one); names the file and `migrate`."""
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.store.schema import refuse_original
 
     home = team.state_dir.parents[1]  # <home>/_teams/<name>
@@ -237,7 +237,7 @@ def down(
 def ps(team: TeamOpt) -> None:
     """Panels of a team: state, turns, tokens, spend, inbox, and whether their tools run in
     the sandbox (a warning says why not, and what to do)."""
-    from panels.host.account import table
+    from panels.host.control.account import table
     from panels.hostdb import get_meta, read_panels
     from panels.text import clean
     from panels.unconfined import META_KEY, warning
@@ -261,7 +261,7 @@ def ps(team: TeamOpt) -> None:
 
 def _last_lines(conn: Any, count: int, panel: str | None, verbose: bool) -> tuple[list[str], int]:
     """The last `count` printable lines of the log, and the id of the newest event read."""
-    from panels.host.account import format_event
+    from panels.host.control.account import format_event
     from panels.hostdb import last_event_id, read_events
 
     newest = last_event_id(conn)
@@ -294,7 +294,7 @@ def logs(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every event kind.")] = False,
 ) -> None:
     """Print the team's event log; -f follows it."""
-    from panels.host.account import format_event
+    from panels.host.control.account import format_event
     from panels.hostdb import read_events
 
     conn = open_host_db(team)

@@ -19,9 +19,9 @@ from panels.cli.errors import EXIT_CONFIG, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import InstanceOpt, not_negative
 
 if TYPE_CHECKING:
-    from runtime.home import InstancePaths
-    from runtime.lane import Lane
-    from runtime.lease import Lease
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lane import Lane
+    from runtime.instance.lease import Lease
     from runtime.memory.protocols import WikiStore
 
 
@@ -31,7 +31,7 @@ def hold_instance(paths: InstancePaths, command: str, action: str) -> Lease:
     An original mnemara's instance not yet migrated is refused first, before the lease file
     is made: only `migrate` (which converts it, keeping a backup) and `delete` (which the user
     asked for by name) change its files."""
-    from runtime.lease import LeaseOwner, acquire_lease
+    from runtime.instance.lease import LeaseOwner, acquire_lease
     from runtime.store.schema import refuse_original
 
     if command not in ("migrate", "delete"):
@@ -61,10 +61,10 @@ def init(
     ] = None,
 ) -> None:
     """Create a new instance under MNEMARA_HOME (refuses to overwrite one)."""
-    from runtime.config import InstanceConfig, save_config
     from runtime.errors import InstanceExistsError
-    from runtime.home import InstancePaths
-    from runtime.lane import read_lane
+    from runtime.instance.config import InstanceConfig, save_config
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lane import read_lane
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance)
@@ -94,9 +94,9 @@ def init(
 @reports_errors
 def list_() -> None:
     """List the instances under MNEMARA_HOME."""
-    from runtime.config import load_config
     from runtime.errors import ConfigError
-    from runtime.home import InstancePaths, list_instances, mnemara_home
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths, list_instances, mnemara_home
 
     names = list_instances()
     if not names:
@@ -133,13 +133,13 @@ def show(
     """Print the rolling window, slots, token accounting, this session's spend and the lane
     the role doc declares (read-only). Exits 7 after printing when the role doc's lane cannot
     be read: the panel's next turn would halt on it."""
-    from runtime.config import load_config
     from runtime.errors import RoleDocError
-    from runtime.home import InstancePaths
-    from runtime.inspect import describe_window
-    from runtime.lane import read_lane
-    from runtime.replay_record import last_replay
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lane import read_lane
+    from runtime.instance.replay_record import last_replay
     from runtime.store import TurnStore
+    from runtime.window.inspect import describe_window
 
     paths = InstancePaths.for_name(instance).require()
     config = load_config(paths.config)
@@ -186,7 +186,7 @@ def clear(
     all_: Annotated[bool, typer.Option("--all", help="Also drop pinned rows and slots.")] = False,
 ) -> None:
     """Wipe the rolling window; pinned rows and slots are kept unless --all."""
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.store import TurnStore
 
     paths = InstancePaths.for_name(instance).require()
@@ -202,8 +202,8 @@ def delete(
     force: Annotated[bool, typer.Option("--force", help="Really delete everything.")] = False,
 ) -> None:
     """Delete an instance directory and everything in it (needs --force)."""
-    from runtime.home import InstancePaths
-    from runtime.lease import delete_instance
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lease import delete_instance
 
     paths = InstancePaths.for_name(instance).require()
     with hold_instance(paths, "delete", "delete it") as lease:
@@ -229,7 +229,7 @@ def note(
     search or `mnemara memory index`, or at the running host's next search.
     """
     from runtime.errors import MemoryStoreError
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.memory.notes import FileNotes
     from runtime.memory.pending import Pending, write_record
     from runtime.store.schema import refuse_original

@@ -26,7 +26,7 @@ from panels.cli.memory_common import APP_SETTINGS, JsonOpt, opened, shown, shown
 from panels.cli.options import Command, InstanceOpt, TeamOpt
 
 if TYPE_CHECKING:
-    from runtime.config import SearchMode
+    from runtime.instance.config import SearchMode
 
 memory_app = typer.Typer(
     help="Search and maintain an instance's memory: notes, wiki pages, the index and the graph.",

@@ -63,7 +63,7 @@ def archive(
 def restore(instance: InstanceOpt, sources: SourcesArg = None) -> None:
     """Bring archived notes back (replay's near-duplicates, or notes archived by hand); with
     no SOURCE, list what is archived."""
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.memory.notes import FileNotes
 
     paths = InstancePaths.for_name(instance).require()

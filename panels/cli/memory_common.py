@@ -14,7 +14,7 @@ from panels.cli.lazy import Group
 from panels.cli.options import HELP_OPTIONS
 
 if TYPE_CHECKING:
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.memory import Memory
 
 APP_SETTINGS = {
@@ -39,9 +39,9 @@ def opened(
     Without, the command only reads, and the engines are opened so that they write nothing,
     unless notes written by `mnemara note` wait to be indexed and no host holds the instance.
     """
-    from runtime.config import load_config
-    from runtime.home import InstancePaths
-    from runtime.lease import InstanceLeasedError
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lease import InstanceLeasedError
     from runtime.memory import open_memory
     from runtime.memory.pending import Pending
 

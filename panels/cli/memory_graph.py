@@ -14,7 +14,7 @@ from panels.cli.memory_common import JsonOpt, opened, shown
 from panels.cli.options import InstanceOpt
 
 if TYPE_CHECKING:
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.memory import Memory, QueryResult
     from runtime.memory.engines import GraphEngine
 
@@ -28,8 +28,8 @@ def graph_query(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a read-only Cypher query on the graph (anything that writes is refused)."""
-    from runtime.config import load_config
-    from runtime.home import InstancePaths
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths
     from runtime.policy.cypher import require_read_only
 
     require_read_only(cypher)  # refused before anything is opened

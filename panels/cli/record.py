@@ -2,7 +2,7 @@
 
 The session is the one `mnemara rehearse` runs (the instance's role doc, window and policy,
 the real CLI with a throwaway HOME), but its model service is a loopback relay
-(runtime/rehearsal/relay.py) that forwards every request to the real upstream with the real
+(runtime/cassette/relay.py) that forwards every request to the real upstream with the real
 key, and appends each finished exchange, scrubbed, to the cassette. The operator's inputs are
 saved too, so `mnemara rehearse --cassette` can replay the same turns offline.
 """
@@ -22,9 +22,9 @@ from panels.cli.options import InstanceOpt, check_output
 
 if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
-    from runtime.driver import AgentDriver
-    from runtime.rehearsal.cassette import CassetteWriter
-    from runtime.rehearsal.relay import Credential
+    from runtime.cassette.file import CassetteWriter
+    from runtime.cassette.relay import Credential
+    from runtime.turn.driver import AgentDriver
 
 NO_KEY = (
     "no key to record with: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to the key of the "
@@ -42,7 +42,7 @@ def refuse_existing(path: Path, force: bool) -> None:
 def upstream_of(given: str | None, env: Mapping[str, str]) -> tuple[str, Credential]:
     """Where to forward and with what key: `--upstream`, else ANTHROPIC_BASE_URL, else the
     public service; the key from ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN (exit 6)."""
-    from runtime.rehearsal.relay import DEFAULT_UPSTREAM, Credential
+    from runtime.cassette.relay import DEFAULT_UPSTREAM, Credential
 
     target = given or env.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
     parts = urlsplit(target)
@@ -96,7 +96,7 @@ def record(
     Replay it offline with `mnemara rehearse --cassette FILE`."""
     import anyio
 
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.policy.rules import load_rules
 
     refuse_existing(cassette, force)
@@ -116,16 +116,16 @@ async def _record(
 ) -> tuple[int, bool]:
     import tempfile
 
-    from panels.host.confine import team_sandbox
     from panels.host.solo import solo_team
+    from panels.host.turns.confine import team_sandbox
     from panels.repl.face import run_face
     from panels.unconfined import UNCONFINED
+    from runtime.cassette.file import CassetteWriter
+    from runtime.cassette.relay import open_relay
+    from runtime.cassette.scrub import Scrubber, env_secrets
     from runtime.claude import ClaudeDriver
-    from runtime.home import InstancePaths
-    from runtime.rehearsal.cassette import CassetteWriter
+    from runtime.instance.home import InstancePaths
     from runtime.rehearsal.env import rehearsal_env
-    from runtime.rehearsal.relay import open_relay
-    from runtime.rehearsal.scrub import Scrubber, env_secrets
 
     scrubber = Scrubber({**env_secrets(os.environ), "upstream-key": credential.value})
     mode: Literal["prompts", "repl"] = "prompts" if prompts else "repl"
@@ -178,7 +178,7 @@ async def _prompt_turns(
     from panels.repl.loop import run_turn
     from panels.repl.terminal import Terminal
     from runtime.errors import DriverError
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
 
     failed = 0
     with Terminal() as terminal:

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
     from panels.repl.terminal import Terminal
     from panels.team import TeamSpec
     from runtime.claude import ClaudeDriver
-    from runtime.driver import AgentDriver
     from runtime.rehearsal import RehearsalServer, RequestRecord, Script
     from runtime.rehearsal.server import UsageHook
     from runtime.sandbox.settings import Mode
+    from runtime.turn.driver import AgentDriver
 
 
 def pick_panel(
@@ -148,7 +148,7 @@ def rehearse(
     """
     from panels.cli.cassette import run_cassette, write_script
     from panels.cli.record import refuse_existing
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.store.schema import refuse_original
 
     mode = sandbox_mode(sandbox)
@@ -183,7 +183,7 @@ def run_rehearsal(
     host gave up on the panel (the face has said why)."""
     import anyio
 
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.policy.rules import load_rules
 
     # A bad permissions.json would only stop the panel once the host runs: say so now (exit 8).
@@ -222,7 +222,7 @@ async def rehearsal_driver(
     HOME, a dummy key) and confined as `team` says, for the block."""
     import tempfile
 
-    from panels.host.confine import team_sandbox
+    from panels.host.turns.confine import team_sandbox
     from panels.unconfined import UNCONFINED
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
@@ -306,7 +306,7 @@ async def _prompt_turns(
 ) -> int:
     from panels.repl.loop import run_turn
     from runtime.errors import DriverError
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
 
     failed = 0
     async with open_session(instance, driver=driver) as session:

@@ -13,8 +13,8 @@ from panels.cli.instances import hold_instance
 from panels.cli.options import InstanceOpt
 
 if TYPE_CHECKING:
-    from runtime.config import InstanceConfig
-    from runtime.home import InstancePaths
+    from runtime.instance.config import InstanceConfig
+    from runtime.instance.home import InstancePaths
     from runtime.memory.protocols import GraphStore
     from runtime.memory.replay import ReplayPlan
     from runtime.memory.replay_write import ReplayResult
@@ -54,9 +54,9 @@ def replay(
     `mnemara memory restore -i NAME SOURCE...` brings them back."""
     from datetime import UTC, datetime
 
-    from runtime.config import load_config
     from runtime.errors import EngineUnavailableError
-    from runtime.home import InstancePaths
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths
     from runtime.memory.embed import build_embedder
     from runtime.memory.notes import FileNotes
     from runtime.memory.progress import progress_bar

@@ -102,7 +102,7 @@ def _target(team: str | None, panel: str | None, instance: str | None) -> Target
 def _by_team(team: str, panel: str | None) -> Target:
     from panels.cli.teams import open_host_db
     from panels.hostdb import get_meta, read_panels
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
 
     conn = open_host_db(team)
     try:
@@ -127,8 +127,8 @@ def _by_team(team: str, panel: str | None) -> Target:
 def _by_instance(instance: str) -> Target:
     """The instance's own checkpoints; the host that holds its lease, if any, is found from
     the lease (its team) and its meta (which panel runs the instance)."""
-    from runtime.home import InstancePaths
-    from runtime.lease import current_owner
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lease import current_owner
 
     paths = InstancePaths.for_name(instance).require()
     owner = current_owner(paths)
@@ -194,9 +194,9 @@ def _rewind_here(target: Target, turn: int | None) -> None:
     """No host runs the panel: rewind here, holding the instance's lease."""
     from panels.cli.instances import hold_instance
     from runtime.checkpoint import CheckpointSettings, rewind
-    from runtime.prompt import text_block
-    from runtime.rows import NewRow, estimate_tokens
     from runtime.store import TurnStore
+    from runtime.turn.prompt import text_block
+    from runtime.window.rows import NewRow, estimate_tokens
 
     with hold_instance(target.paths, "rewind", "rewind its files"):
         report = rewind(_store(target), turn, settings=CheckpointSettings())

@@ -23,7 +23,7 @@ from panels.cli.instances import hold_instance
 from panels.cli.options import InstanceOpt
 
 if TYPE_CHECKING:
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
 
 
 @reports_errors
@@ -55,8 +55,8 @@ def role(
     ] = False,
 ) -> None:
     """Show or set the role doc (re-read from disk on every turn)."""
-    from runtime.config import load_config, save_config
-    from runtime.home import InstancePaths
+    from runtime.instance.config import load_config, save_config
+    from runtime.instance.home import InstancePaths
 
     paths = InstancePaths.for_name(instance).require()
     if set_ and set_from_url:
@@ -84,7 +84,7 @@ def _new_role_doc(
     yes: bool,
 ) -> Path:
     """The role doc to point at: a checked local file, or one downloaded into the instance."""
-    from runtime.roledoc import read_role_doc
+    from runtime.instance.roledoc import read_role_doc
 
     if set_ is not None:
         target = set_.expanduser().resolve()
@@ -92,8 +92,8 @@ def _new_role_doc(
         return target
     import hashlib  # here, not at start-up: it loads OpenSSL
 
-    from runtime.config import write_text_atomic
-    from runtime.fetch import fetch_role_doc
+    from runtime.instance.config import write_text_atomic
+    from runtime.instance.fetch import fetch_role_doc
 
     url = str(set_from_url)
     text = fetch_role_doc(url)
@@ -119,8 +119,8 @@ def _check_text(text: str, source: str) -> None:
     """Refuse a role doc whose lane (front matter) cannot be read: every turn would halt on
     it. Say which invisible characters (bidi controls, zero-width characters) it holds: they
     are kept, but the model reads them and a terminal does not show them."""
-    from runtime.lane import split_front_matter
-    from runtime.roledoc import role_text_flags
+    from runtime.instance.lane import split_front_matter
+    from runtime.instance.roledoc import role_text_flags
 
     split_front_matter(text, source)  # LaneError: exit 7, naming the line and the field
     flags = role_text_flags(text)
@@ -134,7 +134,7 @@ def _check_text(text: str, source: str) -> None:
 
 def _confirm_lane(text: str, url: str, yes: bool) -> None:
     """Show the lane a downloaded role doc declares, and ask before it is saved."""
-    from runtime.lane import split_front_matter
+    from runtime.instance.lane import split_front_matter
     from runtime.policy.display import escape_for_display
 
     lane, _ = split_front_matter(text, url)
@@ -165,7 +165,7 @@ def _ask(yes: bool, url: str, why: str, question: str) -> None:
 def _confirm_change(current: Path | None, text: str, url: str, yes: bool) -> None:
     """Show how the download differs from the role doc in use, and ask before replacing it."""
     from runtime.errors import RoleDocError
-    from runtime.roledoc import read_role_doc
+    from runtime.instance.roledoc import read_role_doc
 
     if current is None:
         return

@@ -68,7 +68,7 @@ def run(
     from panels.cli.front import wants_dashboard
     from panels.host.solo import solo_team
     from panels.repl.face import run_solo
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.policy.rules import load_rules
     from runtime.store.schema import refuse_original
 
@@ -128,9 +128,9 @@ def _run_dashboard(team: TeamSpec, rehearsal: tuple[Script, str] | None = None) 
     when given), the dashboard in front; False when the host gave up on the panel (its
     reason is printed after the dashboard closes)."""
     from panels.cli.front import dashboard_over
-    from panels.host.confine import team_sandbox
     from panels.host.host import Host
     from panels.host.thread import HostThread, serve_host
+    from panels.host.turns.confine import team_sandbox
     from panels.hostdb import Logged
     from panels.hostdb.catalogue import PanelGivenUp
     from panels.repl.face import SOLO_RESTARTS

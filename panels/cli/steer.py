@@ -77,7 +77,7 @@ def takes_input(event: Delivered, panel: str | None, message: int | None, bus: s
     from the team bus's, so an id is matched with its bus. Records written before events
     named their bus (`bus` empty on either side) are told by the sender instead: only
     `operator` writes on operator routes, and a turn takes from one bus."""
-    from panels.host.delivery import OPERATOR
+    from panels.host.delivery.feed import OPERATOR
 
     if message is None or event.panel != panel or message not in event.ids:
         return False
@@ -250,7 +250,7 @@ def _waiting(location: str, route: str, senders: list[str] | None) -> list[Any]:
 
 
 def _list_inbox(team: str, panel: str) -> None:
-    from panels.host.delivery import operator_route
+    from panels.host.delivery.feed import operator_route
     from panels.hostdb import get_meta, read_panels
     from panels.text import clean
 

@@ -37,7 +37,7 @@ def check_team_name(team: str) -> str:
 def team_state(team: str) -> tuple[str, Path]:
     """(team name, state directory) for a team name, a team file, or a solo instance."""
     from panels.host.solo import solo_state_dir
-    from runtime.home import mnemara_home
+    from runtime.instance.home import mnemara_home
 
     if is_team_file(team):
         from panels.team import load_team

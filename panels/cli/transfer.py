@@ -26,9 +26,9 @@ def export(
     ] = False,
 ) -> None:
     """Export the window (rows, blocks, pins, labels, slots, markers) as versioned JSONL."""
-    from runtime.config import load_config
-    from runtime.home import InstancePaths
-    from runtime.roledoc import RoleDocSource
+    from runtime.instance.config import load_config
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.roledoc import RoleDocSource
     from runtime.store import TurnStore
     from runtime.store.export import export_jsonl, export_markdown
 
@@ -61,7 +61,7 @@ def import_(
     ] = False,
 ) -> None:
     """Restore a window from a JSONL export (refuses a non-empty window unless --replace)."""
-    from runtime.home import InstancePaths
+    from runtime.instance.home import InstancePaths
     from runtime.store import TurnStore
     from runtime.store.export import import_jsonl
 
@@ -89,8 +89,8 @@ def migrate(
     config.json.bak-<stamp>) and its memory brought over. With --all, an instance in use
     (leased by a host) is reported and skipped, and the command exits non-zero at the end.
     """
-    from runtime.home import InstancePaths, list_instances
-    from runtime.lease import InstanceLeasedError
+    from runtime.instance.home import InstancePaths, list_instances
+    from runtime.instance.lease import InstanceLeasedError
     from runtime.memory.migrate import migrate_memory
     from runtime.memory.progress import progress_bar
     from runtime.store.legacy import migrate_instance

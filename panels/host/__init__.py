@@ -1,18 +1,17 @@
 """The host: runs a team's panels side by side on trio (DESIGN.md sections 2-4).
 
 `Host(team).serve()` / `open_host(team)`; `run_headless(path)` is the process entry point.
-Modules: host (wiring, leases and shutdown), supervisor + restart (lives and the pure restart
-policy), panel (state, flags, the panel's one guard), checks (the host's checks in that
-guard: team budget, terminal sends, budget slope), life + turn (claim, run, settle),
-delivery (what a turn is fed), dispatch (the one dispatcher of verbs), control (the control
-table's reader), window (the window verbs), tickets (input tickets), bustools (send / ack /
-list), asker (headless approvals), digests (the watchdog's digest service), eventlog +
-coalesce (the event writer), wakeup (bus watching), instances (instance creation and team
-overrides), drivers (the CLI, live or rehearsal), states (the pure state machine), solo
-(an instance as a team of one), process (the pid file and the headless entry point), demo.
+Rooms: turns/ (a panel's lives and turns: panel, states, supervisor + restart, life + turn,
+instances, drivers, confine, wakeup, window verbs, checkpoints, orphans), delivery/ (feed:
+what a turn is fed; outbox, sendport, sendlimit, bustools, recipients, inboxes, poison,
+tickets, followup, digests), control/ (reader: the control table; dispatch, asker, eventlog +
+coalesce, account), loops/ (checks: the host's checks in a panel's guard; graph, rules, state,
+text, world, watch: the team's loops). At the top, the face: host (wiring, leases and
+shutdown), services, process (the pid file and the headless entry point), thread, solo,
+demo, errors.
 
-The names below load on first use, so importing one module of the host (`panels.host.confine`,
-say) does not bring `Host` and everything it wires along.
+The names below load on first use, so importing one module of the host
+(`panels.host.turns.confine`, say) does not bring `Host` and everything it wires along.
 """
 
 from __future__ import annotations
@@ -22,18 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from panels.host.host import Host, open_host
-    from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
-    from panels.host.states import PanelState
+    from panels.host.turns.restart import Failure, GiveUp, Restart, RestartPolicy, decide
+    from panels.host.turns.states import PanelState
 
 _HOMES = {
     "Host": "panels.host.host",
     "open_host": "panels.host.host",
-    "Failure": "panels.host.restart",
-    "GiveUp": "panels.host.restart",
-    "Restart": "panels.host.restart",
-    "RestartPolicy": "panels.host.restart",
-    "decide": "panels.host.restart",
-    "PanelState": "panels.host.states",
+    "Failure": "panels.host.turns.restart",
+    "GiveUp": "panels.host.turns.restart",
+    "Restart": "panels.host.turns.restart",
+    "RestartPolicy": "panels.host.turns.restart",
+    "decide": "panels.host.turns.restart",
+    "PanelState": "panels.host.turns.states",
 }
 
 __all__ = [

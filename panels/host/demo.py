@@ -29,8 +29,8 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from panels.host.account import printer, table
-from panels.host.eventlog import Listener
+from panels.host.control.account import printer, table
+from panels.host.control.eventlog import Listener
 from panels.host.host import Host
 from panels.hostdb import Logged, connect, submit_command
 from panels.hostdb.catalogue import ApprovalAnswered, ApprovalAsked

@@ -27,28 +27,28 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from panels.host.asker import Approvals
-from panels.host.bustools import PanelPort, bus_tools
-from panels.host.confine import SHARED, team_sandbox
-from panels.host.control import serve_control
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.digests import DigestService
-from panels.host.dispatch import Dispatcher, Outcome
-from panels.host.drivers import claude_drivers
-from panels.host.eventlog import EventLog, Listener, LiveListener
-from panels.host.inboxes import serve_inbox_counts
-from panels.host.instances import ensure_instance
-from panels.host.loop_rules import LoopSettings
-from panels.host.loops import TeamGraph
-from panels.host.loopwatch import LoopWatch, TurnView
-from panels.host.orphans import marker_env, sweep_orphans
-from panels.host.panel import PanelRunner
-from panels.host.poison import ISOLATE_AFTER, POISON_ATTEMPTS
-from panels.host.restart import RestartPolicy
+from panels.host.control.asker import Approvals
+from panels.host.control.dispatch import Dispatcher, Outcome
+from panels.host.control.eventlog import EventLog, Listener, LiveListener
+from panels.host.control.reader import serve_control
+from panels.host.delivery.bustools import PanelPort, bus_tools
+from panels.host.delivery.digests import DigestService
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.delivery.inboxes import serve_inbox_counts
+from panels.host.delivery.poison import ISOLATE_AFTER, POISON_ATTEMPTS
+from panels.host.delivery.tickets import Tickets
+from panels.host.loops.graph import TeamGraph
+from panels.host.loops.rules import LoopSettings
+from panels.host.loops.watch import LoopWatch, TurnView
 from panels.host.services import DriverFactory, HostServices
-from panels.host.supervisor import supervise
-from panels.host.tickets import Tickets
-from panels.host.wakeup import BusWatch
+from panels.host.turns.confine import SHARED, team_sandbox
+from panels.host.turns.drivers import claude_drivers
+from panels.host.turns.instances import ensure_instance
+from panels.host.turns.orphans import marker_env, sweep_orphans
+from panels.host.turns.panel import PanelRunner
+from panels.host.turns.restart import RestartPolicy
+from panels.host.turns.supervisor import supervise
+from panels.host.turns.wakeup import BusWatch
 from panels.hostdb import HostDb, open_hostdb
 from panels.hostdb.catalogue import (
     HostReady,
@@ -64,11 +64,11 @@ from panels.team import TeamSpec
 from panels.unconfined import META_KEY, UNCONFINED, told
 from panels.watchdog import DigestSettings, watchdog_tools
 from peerbus import BusBackend, BusOptions, open_bus, redact
-from runtime.driver import ToolSpec
 from runtime.guard.budget import Spend
-from runtime.lease import Lease, LeaseOwner, acquire_lease
+from runtime.instance.lease import Lease, LeaseOwner, acquire_lease
 from runtime.memory import Memory
 from runtime.memory.memory import open_shared_memory
+from runtime.turn.driver import ToolSpec
 
 if TYPE_CHECKING:
     from runtime.rehearsal import RehearsalServer

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from panels.host.account import printer
+from panels.host.control.account import printer
 from panels.host.errors import HostRunningError
 from panels.procfs import pid_alive
 from panels.team import TeamSpec

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import anyio
 
-from panels.host.asker import Approvals
-from panels.host.checkpointer import Checkpointer
-from panels.host.eventlog import EventLog
-from panels.host.followup import Unsent
-from panels.host.loopwatch import LoopWatch
-from panels.host.wakeup import BusWatch, Wakeup
+from panels.host.control.asker import Approvals
+from panels.host.control.eventlog import EventLog
+from panels.host.delivery.followup import Unsent
+from panels.host.loops.watch import LoopWatch
+from panels.host.turns.checkpointer import Checkpointer
+from panels.host.turns.wakeup import BusWatch, Wakeup
 from panels.team import PanelSpec, TeamSpec
 from peerbus import BusBackend, Message
-from runtime.driver import AgentDriver
 from runtime.memory import Memory
+from runtime.turn.driver import AgentDriver
 
 DriverFactory = Callable[[PanelSpec], AgentDriver]
 
@@ -52,7 +52,7 @@ class HostServices:
     redeliver_failed_input: bool = True
     # The team's shared wiki, graph and index (`[team] memory = "shared"`), or None.
     shared_memory: Memory | None = None
-    # The team's message graph and its loop rules (loopwatch.py); None: not watched.
+    # The team's message graph and its loop rules (loops/watch.py); None: not watched.
     loops: LoopWatch | None = None
     # Each panel's checkpoints of its files, made on first use (checkpoints.py).
     checkpointers: dict[str, Checkpointer] = field(default_factory=dict)

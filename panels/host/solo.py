@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from panels.team import BatchSettings, PanelSpec, TeamBudget, TeamSpec
-from runtime.config import load_config
-from runtime.home import InstancePaths
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths
 from runtime.sandbox.settings import Mode, SandboxSettings, foreign_bus_files
 
 HOST_DIR = "host"

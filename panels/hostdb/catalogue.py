@@ -327,7 +327,7 @@ class Halted(HostEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class LoopFlagged(HostEvent):
-    """A team-level loop rule flagged an edge without halting anything (panels/host/loops.py):
+    """A team-level loop rule flagged an edge without halting anything (panels/host/loops/graph.py):
     `edge` as "a -> b", `ids` the messages that are the evidence."""
 
     kind = "loop_flag"

@@ -1,7 +1,7 @@
 """The team-loop graph's state in host.sqlite (`loop_state`), so a restart continues it.
 
 Rows are opaque to this module: (kind, key, data), where the host's graph
-(panels/host/loop_state.py) says what a kind is and encodes each key and value as JSON text.
+(panels/host/loops/state.py) says what a kind is and encodes each key and value as JSON text.
 Each write stamps its rows with the next `seq`, so the newest rows are the last written;
 `save_loop_rows` keeps at most `keep` rows of each kind, pruning the oldest, so the table
 cannot grow past the graph's own memory bound. Sync functions over a connection; the host

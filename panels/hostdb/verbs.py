@@ -2,7 +2,7 @@
 
 The CLI writes verbs into the control table, the REPL and the watchdog's tools give them to
 the host in-process, the dashboard will write them too; the host applies them all with one
-dispatcher (panels/host/dispatch.py). A verb crosses a process boundary, so it is a strict
+dispatcher (panels/host/control/dispatch.py). A verb crosses a process boundary, so it is a strict
 pydantic model: `parse_verb` refuses an unknown verb, an unknown or missing argument, a value
 of the wrong type or out of range, with a `VerbError` that says what is wrong. Nothing is
 ever defaulted from a bad value: an answer that is not yes, no, session or always is refused.

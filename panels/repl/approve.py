@@ -1,6 +1,6 @@
 """The REPL's answer to a panel's approval request: the call shown escaped, y/n/s/a asked.
 
-The host's asker (panels/host/asker.py) turns an `ask` verdict into an `ApprovalAsked`
+The host's asker (panels/host/control/asker.py) turns an `ask` verdict into an `ApprovalAsked`
 event whose target, reason and "always" rules are already escaped for display; the face
 puts it to the operator here and answers with the host's `answer` verb.
 """

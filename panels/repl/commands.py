@@ -13,10 +13,10 @@ import anyio
 import anyio.to_thread
 
 from panels.slash import Command, SlashError
-from runtime.config import load_config
-from runtime.home import InstancePaths
-from runtime.inspect import describe_window
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.window.inspect import describe_window
 
 
 async def view(command: Command, paths: InstancePaths) -> str | None:
@@ -57,7 +57,7 @@ def _checkpoints_text(paths: InstancePaths) -> str:
 
 
 async def _skeleton(args: tuple[str, ...]) -> str:
-    from runtime.skeleton import skeleton_of
+    from runtime.window.skeleton import skeleton_of
 
     if len(args) != 1:
         raise SlashError("usage: /skeleton PATH")

@@ -30,13 +30,13 @@ from pathlib import Path
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from panels.host.delivery import operator_route
-from panels.host.dispatch import Outcome
+from panels.host.control.dispatch import Outcome
+from panels.host.delivery.feed import operator_route
 from panels.host.host import Host
-from panels.host.panel import PanelRunner
 from panels.host.process import release_pid_file, take_pid_file
-from panels.host.restart import RestartPolicy
 from panels.host.services import DriverFactory
+from panels.host.turns.panel import PanelRunner
+from panels.host.turns.restart import RestartPolicy
 from panels.hostdb import HostEvent, verbs
 from panels.hostdb import catalogue as ev
 from panels.repl import commands
@@ -46,9 +46,9 @@ from panels.repl.terminal import Terminal, safe
 from panels.slash import MODELS, Command, SlashError, help_text, parse, verb_for
 from panels.team import TeamSpec
 from panels.unconfined import warning
-from runtime.config import load_config
 from runtime.errors import MnemaraError
-from runtime.home import InstancePaths
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths
 
 PROMPT = "you> "
 # Restarts of a solo panel: quick (the operator is waiting), and a give-up only after a run

@@ -10,16 +10,16 @@ import signal
 
 import anyio
 
-from panels.host.turn import preview
+from panels.host.turns.turn import preview
 from panels.hostdb import HostEvent
 from panels.hostdb import catalogue as ev
 from panels.repl.show import EventView
 from panels.repl.terminal import Terminal
-from runtime.driver import TextDelta, ToolCall, ToolResult
 from runtime.errors import MnemaraError
 from runtime.guard.halts import Halted
-from runtime.session import Session
-from runtime.session_events import RoleWarning, Trimmed
+from runtime.turn.driver import TextDelta, ToolCall, ToolResult
+from runtime.turn.events import RoleWarning, Trimmed
+from runtime.turn.session import Session
 
 
 def as_event(event: object) -> HostEvent | None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from panels.team.errors import Problem, TeamFileError
 from panels.team.load import PanelSpec, TeamSpec
 from panels.team.locate import dotted
-from runtime.guard.settings import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.instance.guard_settings import BudgetSettings, LimitsConfig, SentinelSettings
 
 M = TypeVar("M", bound=BaseModel)
 

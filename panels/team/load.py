@@ -30,8 +30,8 @@ from panels.team.model import (
 )
 from peerbus.location import parse_location, redact
 from runtime.checkpoint.model import CheckpointSettings
-from runtime.config import ToolPolicy
-from runtime.home import mnemara_home
+from runtime.instance.config import ToolPolicy
+from runtime.instance.home import mnemara_home
 from runtime.sandbox import SandboxSettings
 from runtime.sandbox.settings import foreign_bus_files
 from sqlitekit.jsonload import load_toml

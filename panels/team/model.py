@@ -28,8 +28,8 @@ from pydantic_core import PydanticCustomError
 
 from peerbus.errors import BusLocationError
 from peerbus.location import parse_location
-from runtime.config import ToolPolicy
-from runtime.guard.settings import BudgetSettings, SentinelSettings
+from runtime.instance.config import ToolPolicy
+from runtime.instance.guard_settings import BudgetSettings, SentinelSettings
 
 # A panel name is both a bus role and an instance name: the intersection of the two rules.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -90,7 +90,7 @@ class TeamBudget(_Model):
 
 
 class TeamLoops(Overrides):
-    """`[team.loops]`: the team-level loop rules' thresholds (panels/host/loop_rules.py, whose
+    """`[team.loops]`: the team-level loop rules' thresholds (panels/host/loops/rules.py, whose
     `LoopSettings` holds the defaults and says what each bounds); only the keys given apply,
     so a key left out keeps the rule's default."""
 
@@ -124,7 +124,7 @@ class TeamCheckpoints(Overrides):
 
 
 class SendLimits(_Model):
-    """`[team.sends]`: what one panel may send (panels/host/sendlimit.py checks every send
+    """`[team.sends]`: what one panel may send (panels/host/delivery/sendlimit.py checks every send
     against these): `per_turn` sends in one turn and `per_window` in any `window` seconds,
     acks included, and one text at most `max_copies` times in `window` seconds. A turn takes
     no more messages than `per_turn` (each may need its reply), so `per_turn` also bounds

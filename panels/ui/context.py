@@ -30,8 +30,8 @@ from panels.text import clean
 from panels.ui.panelfiles import PanelFiles, find_panel_files
 from panels.ui.storeview import StoreView, WindowState, budget, open_store_view
 from runtime.errors import MnemaraError
-from runtime.roledoc import read_role_doc
-from runtime.rows import Row, estimate_tokens, text_of
+from runtime.instance.roledoc import read_role_doc
+from runtime.window.rows import Row, estimate_tokens, text_of
 
 Send = Callable[[Verb], Awaitable[None]]
 POLL = 0.1  # seconds between looks at the store's data_version

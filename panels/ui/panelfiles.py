@@ -3,7 +3,7 @@
 The host records each panel's instance directory (`instance:<panel>`) and the team's role doc
 for it (`role:<panel>`, empty for the instance's own) in host.sqlite's meta when it starts, so
 a viewer needs neither the team file nor the host's MNEMARA_HOME. The instance's layout is
-runtime/home.py's; an empty team role doc falls back to the instance's config.json, as the
+runtime/instance/home.py's; an empty team role doc falls back to the instance's config.json, as the
 host's own `prepare_panel` does. Blocking (config.json is read): call it from a thread.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from panels.errors import HostDbError
-from runtime.config import InstanceConfig, load_config
 from runtime.errors import ConfigError
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, load_config
+from runtime.instance.home import InstancePaths
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def find_panel_files(meta: dict[str, str], panel: str, *, hostdb: Path) -> Panel
 def latest_replay(meta: dict[str, str]) -> str | None:
     """The most recent replay of any panel, as the header shows it ("eng 2026-12-01 09:14, 3
     patterns"); None when no panel's instance has one. Blocking (reads sleep/)."""
-    from runtime.replay_record import last_replay
+    from runtime.instance.replay_record import last_replay
 
     found = []
     for key in meta:

@@ -2,7 +2,7 @@
 
 The text is read from the file the panel uses (panelfiles.py finds it). Saving does not
 write the file here: it sends `SetRole(text=...)`, and the host rewrites the panel's role doc
-file atomically between turns (panels/host/window.py), so an edit never lands in the middle
+file atomically between turns (panels/host/turns/window.py), so an edit never lands in the middle
 of a turn; the host reads the role doc again at the start of every turn. After a save the
 screen shows the unified diff between the text as it was opened (or last saved) and the text
 saved. Esc with unsaved edits asks for a second Esc. A read-only viewer (`send` None) may
@@ -28,8 +28,8 @@ from panels.hostdb.verbs import SetRole, Verb
 from panels.text import clean
 from panels.ui.panelfiles import find_panel_files
 from runtime.errors import LaneError, MnemaraError
-from runtime.lane import split_front_matter
-from runtime.roledoc import read_role_doc
+from runtime.instance.lane import split_front_matter
+from runtime.instance.roledoc import read_role_doc
 
 Send = Callable[[Verb], Awaitable[None]]
 

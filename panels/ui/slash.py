@@ -18,7 +18,7 @@ from typing import Literal
 from panels.hostdb import verbs
 from panels.slash import HELP as REPL_HELP
 from panels.slash import MODELS, Command, SlashError, parse, verb_for
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 
 Screen = Literal["context", "role_doc", "help", "skeleton", "model", "tokens"]
 
@@ -135,7 +135,7 @@ def help_text() -> str:
 
 def skeleton_page(path: str) -> str:
     """A Python file's signatures and docstrings (blocking: run it in a thread)."""
-    from runtime.skeleton import skeleton_of
+    from runtime.window.skeleton import skeleton_of
 
     try:
         source = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")

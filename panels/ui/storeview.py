@@ -18,11 +18,11 @@ from pathlib import Path
 
 import aiosqlite
 
-from runtime.config import InstanceConfig
 from runtime.errors import StoreError
-from runtime.inspect import SUMMARY_META_KEYS, WindowSummary, summarize
-from runtime.rows import Row, Slot, estimate_tokens
+from runtime.instance.config import InstanceConfig
 from runtime.store.codec import ROW_COLUMNS, SLOT_COLUMNS, decode_row, decode_slot
+from runtime.window.inspect import SUMMARY_META_KEYS, WindowSummary, summarize
+from runtime.window.rows import Row, Slot, estimate_tokens
 
 
 @dataclass(frozen=True)

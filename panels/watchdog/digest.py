@@ -3,7 +3,7 @@
 Built from plain snapshots the host takes of its panels. Alerts name what a watchdog should
 look at first: a turn with many tool calls (a runaway), a turn that has run long, a panel
 halted, over budget or failed, and the team-level loops the host found in the message graph
-(panels/host/loops.py: ping-pong, acknowledgement storms, broadcast cascades, edge rates),
+(panels/host/loops/graph.py: ping-pong, acknowledgement storms, broadcast cascades, edge rates),
 each naming its edge and message ids. `digest_key` leaves out the figures that move on their own
 (ages, rates), so the host sends a digest only when something changed.
 """

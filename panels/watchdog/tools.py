@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from panels.hostdb import verbs
-from runtime.driver import ToolOutput, ToolSpec
+from runtime.turn.driver import ToolOutput, ToolSpec
 
 
 class WatchdogHost(Protocol):

@@ -6,7 +6,7 @@ itself. A foreign file (a `returns` table with the contract columns and nothing 
 left as it is: its journal mode and schema are not touched, the delivery state goes to a
 sidecar SQLite file attached as `side`, and acks write `status` (and the table's own
 `completed_at`/`processed_at`). Submits fill what the table requires and we can fill
-honestly (peerbus/shape.py); a table we cannot write correctly is refused at open.
+honestly (peerbus/sqlite/shape.py); a table we cannot write correctly is refused at open.
 
 Every bus has an identity (`bus_id` in the state schema's `peerbus_meta`), read once here
 and kept on the `BusFile`: message ids are only unique within one bus file, so a consumer

@@ -4,7 +4,7 @@ model.py (the values), plan.py (what a rewind changes, what pruning drops: pure)
 store.py (the contract and the choice of store), gitstore.py and copystore.py (the two
 stores), records.py (one JSON record per checkpoint), restore.py (writing a plan to disk),
 rewind.py (a rewind and its report). The host takes a checkpoint before each turn that may
-write (panels/host/checkpoints.py); `mnemara rewind` and the `rewind` verb restore one.
+write (panels/host/turns/checkpoints.py); `mnemara rewind` and the `rewind` verb restore one.
 """
 
 from runtime.checkpoint.model import (

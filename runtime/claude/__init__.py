@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from runtime.claude.driver import ClaudeDriver
 from runtime.claude.options import build_env, build_options
-from runtime.driver import SDK_SERVER_NAME, model_tool_name
+from runtime.turn.driver import SDK_SERVER_NAME, model_tool_name
 
 __all__ = ["SDK_SERVER_NAME", "ClaudeDriver", "build_env", "build_options", "model_tool_name"]

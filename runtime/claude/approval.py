@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from runtime.driver import Approver, Decision, ToolCallRequest, deny_text
+from runtime.turn.driver import Approver, Decision, ToolCallRequest, deny_text
 
 if TYPE_CHECKING:
     from claude_agent_sdk import (

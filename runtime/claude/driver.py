@@ -27,8 +27,8 @@ from runtime.claude.bundled import bundled_cli
 from runtime.claude.events import TurnMapper
 from runtime.claude.failures import classify_exception
 from runtime.claude.options import build_env, build_options
-from runtime.driver import DriverEvent, ErrorEvent, TurnRequest
-from runtime.rows import Block
+from runtime.turn.driver import DriverEvent, ErrorEvent, TurnRequest
+from runtime.window.rows import Block
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeSDKClient, Message, Transport

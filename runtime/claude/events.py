@@ -16,7 +16,7 @@ request is reported at its `message_delta`, or, when the CLI streams no events f
 first assistant message (the output then short, made up at the result); ids already reported
 are skipped. The result's total is authoritative: only what it adds beyond the requests
 already reported becomes one more `Usage`. `Cost` is the turn's running total, estimated per
-request from runtime/pricing.py's rates and replaced by the SDK's `total_cost_usd` at the end.
+request from runtime/turn/pricing.py's rates and replaced by the SDK's `total_cost_usd` at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime.claude.failures import classify_failure
-from runtime.driver import (
+from runtime.turn.driver import (
     Cost,
     Done,
     DriverEvent,
@@ -36,8 +36,8 @@ from runtime.driver import (
     ToolResult,
     Usage,
 )
-from runtime.pricing import request_cost_usd
-from runtime.recorder import add_usage
+from runtime.turn.pricing import request_cost_usd
+from runtime.turn.recorder import add_usage
 
 if TYPE_CHECKING:
     from claude_agent_sdk import AssistantMessage, Message, ResultMessage, StreamEvent, UserMessage

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from runtime.driver import ErrorEvent
 from runtime.errors import CREDENTIALS_HELP
+from runtime.turn.driver import ErrorEvent
 
 # Assistant `error` codes the bundled CLI (2.1.332) sets for a turn that failed on the API side.
 _CREDENTIAL_CODES = frozenset(

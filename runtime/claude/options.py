@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from runtime.claude.approval import ApprovalGate
 from runtime.claude.tools import build_mcp_servers
-from runtime.driver import TurnRequest
+from runtime.turn.driver import TurnRequest
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime.driver import SDK_SERVER_NAME, McpServerSpec, ToolSpec, call_tool
+from runtime.turn.driver import SDK_SERVER_NAME, McpServerSpec, ToolSpec, call_tool
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpServerConfig, SdkMcpTool

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from runtime.driver import Cost, Usage
 from runtime.guard.records import HaltRecord
-from runtime.guard.settings import BudgetSettings
+from runtime.instance.guard_settings import BudgetSettings
+from runtime.turn.driver import Cost, Usage
 
 
 @dataclass(frozen=True)

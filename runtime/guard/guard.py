@@ -34,15 +34,23 @@ from typing import Any, Protocol
 
 import anyio
 
-from runtime.driver import Approver, Cost, Decision, DriverEvent, ToolCallRequest, ToolResult, Usage
 from runtime.guard.budget import BudgetTracker, Spend
 from runtime.guard.lane import RecipientsOf, lane_read_refusal, lane_verdict
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, WorldState
-from runtime.guard.settings import BudgetSettings, LimitsConfig
 from runtime.guard.world import WorldProbe, touched_paths
-from runtime.lane import Lane
+from runtime.instance.guard_settings import BudgetSettings, LimitsConfig
+from runtime.instance.lane import Lane
 from runtime.policy.approver import PolicyApprover
+from runtime.turn.driver import (
+    Approver,
+    Cost,
+    Decision,
+    DriverEvent,
+    ToolCallRequest,
+    ToolResult,
+    Usage,
+)
 
 # Paths whose content the guard hashes when it measures the world: the most recent ones.
 TOUCHED_CAPACITY = 256

@@ -20,10 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.debuglog import DebugLog
-from runtime.driver import Usage
 from runtime.guard.records import HaltRecord
+from runtime.instance.debuglog import DebugLog
 from runtime.store import AsyncTurnStore
+from runtime.turn.driver import Usage
 
 HALT_META = "halt"
 SPEND_META = "spend"

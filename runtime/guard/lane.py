@@ -2,7 +2,7 @@
 
 The guard asks `lane_verdict` after the sentinel and before the policy, so a lane denial
 beats every pattern, mode and "always" rule. The rules, for a role doc's lane
-(runtime/lane.py), each a deny with a message that names the rule:
+(runtime/instance/lane.py), each a deny with a message that names the rule:
 
 - `max_turn_tool_calls`: the call after the N-th of a turn;
 - `tools`: a tool the list does not name (an entry matches the full name or as an fnmatch
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.lanepaths import covered, resolve_target
-from runtime.lane import Lane
+from runtime.instance.lane import Lane
 from runtime.policy.commands import DIRECTORY_CHANGES, program_of
 from runtime.policy.limits import command_too_big
 from runtime.policy.paths import glob_base
 from runtime.policy.shell import SimpleCommand, Unparseable, parse_command
 from runtime.policy.writes import path_arguments
+from runtime.turn.driver import ToolCallRequest
 
 WRITE_TOOLS = {
     "Write": "file_path",

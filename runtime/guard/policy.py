@@ -14,9 +14,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.config import InstanceConfig
-from runtime.debuglog import DebugLog
-from runtime.home import InstancePaths, mnemara_home
+from runtime.instance.config import InstanceConfig
+from runtime.instance.debuglog import DebugLog
+from runtime.instance.home import InstancePaths, mnemara_home
 from runtime.policy.approver import PolicyApprover
 from runtime.policy.asking import Asker, HeadlessAsker
 from runtime.policy.context import Containment, PolicyContext

@@ -82,7 +82,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.bookkeeping import is_bookkeeping
 from runtime.guard.calls import (
     as_read,
@@ -112,7 +111,8 @@ from runtime.guard.rules import (
     same_observation,
     same_state,
 )
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 __all__ = ["PROCEED", "Sentinel", "SentinelVerdict", "WorldState", "canonical_arguments"]
 

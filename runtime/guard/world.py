@@ -37,7 +37,6 @@ from typing import Protocol
 import anyio
 import anyio.to_thread
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.commands import named_paths
 from runtime.guard.gitstatus import (
     HASH_FILE_BYTES,
@@ -50,6 +49,7 @@ from runtime.guard.gitstatus import (
 from runtime.guard.gitwatch import WatchedGit
 from runtime.guard.inotify import MAX_WATCHES
 from runtime.guard.sentinel import WorldState
+from runtime.turn.driver import ToolCallRequest
 
 __all__ = ["FileHasher", "GitProbe", "WorkingTree", "WorldProbe", "git_state", "touched_paths"]
 RACY_SECONDS = 2.0

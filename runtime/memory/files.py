@@ -2,7 +2,8 @@
 
 Memory files live under the instance (notes, wiki pages, ledgers). Should one be replaced by
 a FIFO or a device, a plain `read_text` or an `O_APPEND` open would wait forever (#24): both
-go through `runtime.regular_file` here, and the refusal is a MemoryStoreError naming the file.
+go through `runtime.instance.regular_file` here, and the refusal is a MemoryStoreError naming
+the file.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import stat
 from pathlib import Path
 
 from runtime.errors import MemoryStoreError
-from runtime.regular_file import FileTooLargeError, NotRegularFileError, read_regular_file
+from runtime.instance.regular_file import FileTooLargeError, NotRegularFileError, read_regular_file
 
 READ_LIMIT = 64 * 1024 * 1024  # far above any page (1 MB) or day of notes
 

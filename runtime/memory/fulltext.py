@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, get_args
 
-from runtime.config import SearchMode
 from runtime.errors import MemoryStoreError
+from runtime.instance.config import SearchMode
 from runtime.memory.model import Hit
 
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)

@@ -19,8 +19,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from runtime.config import SearchMode
 from runtime.errors import EngineUnavailableError
+from runtime.instance.config import SearchMode
 from runtime.memory.fulltext import (
     Candidate,
     check_mode,

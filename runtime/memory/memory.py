@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from runtime.config import InstanceConfig, SearchMode
-from runtime.debuglog import DebugLog
 from runtime.errors import EngineUnavailableError, MemoryStoreError
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, SearchMode
+from runtime.instance.debuglog import DebugLog
+from runtime.instance.home import InstancePaths
 from runtime.memory.fulltext import check_mode
 from runtime.memory.model import Atom, Hit, Provenance
 from runtime.memory.notes import FileNotes

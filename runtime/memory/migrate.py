@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.config import (
+from runtime.errors import EngineUnavailableError, MemoryStoreError
+from runtime.instance.config import (
     BUILTIN_EMBED_MODEL,
     ORIGINAL_EMBED_MODEL,
     ORIGINAL_EMBED_URL,
@@ -35,8 +36,7 @@ from runtime.config import (
     load_config,
     write_json_atomic,
 )
-from runtime.errors import EngineUnavailableError, MemoryStoreError
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 from runtime.memory.memory import Memory, Synced, open_memory, sync_index
 from runtime.memory.protocols import GraphStore, Progress
 from runtime.memory.slugs import MAX_SEGMENT, check_slug, page_path, suggest_slug

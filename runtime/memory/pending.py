@@ -27,8 +27,8 @@ from runtime.memory.protocols import GraphStore, NoteStore, VectorIndex, WikiSto
 from runtime.memory.slugs import check_slug
 
 if TYPE_CHECKING:  # types only: `mnemara note` must not load the config's models
-    from runtime.config import InstanceConfig
-    from runtime.debuglog import DebugLog
+    from runtime.instance.config import InstanceConfig
+    from runtime.instance.debuglog import DebugLog
 
 LIST = ".unindexed"
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from runtime.memory.model import Atom, GraphNode, Hit, Provenance, QueryResult
 
 if TYPE_CHECKING:
-    from runtime.config import SearchMode  # (the config's models stay out of `mnemara note`)
+    from runtime.instance.config import (
+        SearchMode,  # (the config's models stay out of `mnemara note`)
+    )
 
 # Called as work proceeds: (done, total).
 Progress = Callable[[int, int], None]

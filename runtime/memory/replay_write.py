@@ -1,5 +1,5 @@
 """Writing a replay plan: proposals, role-amendment drafts, archives, the digest, last_replay.json
-(its shape and reader: runtime/replay_record.py).
+(its shape and reader: runtime/instance/replay_record.py).
 
 Re-running on unchanged memory changes nothing but last_replay.json's `at`: drafts are named
 by their pattern's slug and a hash of its member notes and never rewritten once they exist
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.config import write_json_atomic, write_text_atomic
-from runtime.home import InstancePaths
+from runtime.instance.config import write_json_atomic, write_text_atomic
+from runtime.instance.home import InstancePaths
+from runtime.instance.replay_record import RECORD, LastReplay
 from runtime.memory.duplicates import Conflict
 from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
-from runtime.replay_record import RECORD, LastReplay
 
 SNIPPET = 200
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runtime.config import write_text_atomic
 from runtime.errors import MemoryStoreError
+from runtime.instance.config import write_text_atomic
 from runtime.memory.files import append_bytes, read_memory_text
 from runtime.memory.model import Atom, Provenance
 from runtime.memory.notes import neutralise

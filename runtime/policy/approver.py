@@ -1,4 +1,4 @@
-"""PolicyApprover: the runtime.driver.Approver that applies the policy and asks when it must.
+"""PolicyApprover: the runtime.turn.driver.Approver that applies the policy and asks when it must.
 
 `allow` and `deny` verdicts are answered at once. An `ask` verdict goes to an Asker: the solo
 REPL prompts the operator, the dashboard will answer through the host, and HeadlessAsker says
@@ -22,14 +22,14 @@ from pathlib import Path
 
 import anyio
 
-from runtime.debuglog import DebugLog
-from runtime.driver import Decision, ToolCallRequest
 from runtime.errors import PolicyError
+from runtime.instance.debuglog import DebugLog
 from runtime.policy.asking import Answer, Asker, HeadlessAsker
 from runtime.policy.context import PolicyContext
 from runtime.policy.display import escape_command_for_display, escape_for_display
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, Verdict, decide
+from runtime.turn.driver import Decision, ToolCallRequest
 
 __all__ = ["Answer", "Asker", "HeadlessAsker", "PolicyApprover", "denial_message", "prompt_text"]
 from runtime.policy.rules import remember_targets

@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # only for the Asker's signature: the faces read Answer and its keys alone
-    from runtime.driver import ToolCallRequest
     from runtime.policy.verdict import Verdict
+    from runtime.turn.driver import ToolCallRequest
 
 
 class Answer(StrEnum):

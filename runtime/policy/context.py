@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 
 
 def real(path: Path) -> Path:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from runtime.config import InstanceConfig, ToolMode, default_tool_policies
+from runtime.instance.config import InstanceConfig, ToolMode, default_tool_policies
 from runtime.policy.bash import inspect_bash
 from runtime.policy.containment import BOOKKEEPING_TOOLS, decide_contained
 from runtime.policy.context import PolicyContext

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.config import write_json_atomic
 from runtime.errors import PolicyError
+from runtime.instance.config import write_json_atomic
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 from sqlitekit.jsonload import load_json
 

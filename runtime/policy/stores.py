@@ -37,7 +37,7 @@ INSTANCE_FILES = ("config.json", "permissions.json")
 # SQLite's journal files (`-wal`, `-shm`, `-journal`) hold committed rows not yet in the main
 # file; peerbus keeps receipts in a `.peerbus` sidecar (with journals of its own) and queues
 # writers on a `.writers` flock file. Writing any of them is writing the database. Its
-# `.signals` directory holds the per-recipient wake-up files (peerbus/signals.py): touching
+# `.signals` directory holds the per-recipient wake-up files (peerbus/sqlite/signals.py): touching
 # them forges nothing, but wakes panels for nothing, so it is kept out of reach too.
 _SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 DATABASE_SIBLINGS = tuple(

@@ -15,9 +15,8 @@ matches only what arrived since it began, not a transcript re-sent from a panel'
 life), script (the TOML format), layout (a prompt in cache order, token counting,
 divergence), cache (accounting), pricing, sse (wire shapes), model (the service logic),
 records (the request log), server (HTTP), env (the environment of a CLI that talks to it and
-to nothing else); and for recorded sessions: cassette (the file), scrub (secrets out), relay
-(records a real session; imports httpx, so it is not imported here), cassette_script (a
-cassette as a script), cassette_check (a replay against its recording).
+to nothing else). Recorded sessions build on this model and live beside it, in
+runtime/cassette/.
 """
 
 from runtime.rehearsal.cache import (
@@ -28,8 +27,6 @@ from runtime.rehearsal.cache import (
     PromptCache,
     account_requests,
 )
-from runtime.rehearsal.cassette import Cassette, CassetteError, load_cassette
-from runtime.rehearsal.cassette_script import cassette_script, script_toml
 from runtime.rehearsal.errors import CacheRuleError, NotLoopbackError, RehearsalError, ScriptError
 from runtime.rehearsal.layout import ApproxTokenCounter, Divergence, Layout, TokenCounter
 from runtime.rehearsal.matching import PanelScript, ReplyHook, RequestView, Rule, Script, When
@@ -51,8 +48,6 @@ __all__ = [
     "CacheRuleError",
     "CacheRules",
     "CacheUsage",
-    "Cassette",
-    "CassetteError",
     "Divergence",
     "Faults",
     "Layout",
@@ -78,13 +73,10 @@ __all__ = [
     "Totals",
     "When",
     "account_requests",
-    "cassette_script",
     "cost_usd",
-    "load_cassette",
     "load_script",
     "open_rehearsal_server",
     "parse_script",
     "rates_for",
-    "script_toml",
     "summarize",
 ]

@@ -5,7 +5,7 @@ MnemaraError
     ├── ScriptError                a script file (TOML) is unreadable or invalid
     ├── NotLoopbackError           the server was asked to bind a non-loopback address
     ├── CacheRuleError             a request breaks a prompt-cache rule the service enforces
-    └── CassetteError              a cassette file is unreadable or invalid (cassette.py)
+    └── CassetteError              a cassette file is unreadable or invalid (cassette/file.py)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ fires `times` times (default once) and is then used up, so old text does not re-
 A run of the script (one server's life) matches only what arrived since it began. A panel's
 window outlives its host: brought up again, the panel's first request re-sends the rows of its
 earlier life, while the script starts over with every rule unused. So the cursor notes which
-transcript rows (`runtime/prompt.py` renders each as one text block, `[row N · role]`; row
+transcript rows (`runtime/turn/prompt.py` renders each as one text block, `[row N · role]`; row
 ids are never reused) the panel's first conversation request of this run re-sends, and leaves
 those rows out of every view from then on: old text neither fires a rule nor names a sender,
 and the script plays as it did the first time. Rows written during this run stay in view,
@@ -38,8 +38,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.prompt import rendered_row_id
 from runtime.rehearsal.replies import Reply
+from runtime.turn.prompt import rendered_row_id
 
 # How a sender is named in an inbox message: `from="producer"` (or sender=, single quotes)
 # inside a wrapper tag, or a `From: producer` line. The prompt layer wraps peer messages;
@@ -49,7 +49,8 @@ INBOX_SENDER = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 
-# A stored row in the transcript, one text block each, as `runtime.prompt.render_row` writes it.
+# A stored row in the transcript, one text block each, as `runtime.turn.prompt.render_row`
+# writes it.
 
 ReplyHook = Callable[[dict[str, Any]], Reply | None]
 

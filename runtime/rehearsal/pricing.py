@@ -1,11 +1,11 @@
-"""What a rehearsed request bills: the shared rate table (runtime/pricing.py) applied to the
+"""What a rehearsed request bills: the shared rate table (runtime/turn/pricing.py) applied to the
 prompt-cache accounting of runtime/rehearsal/cache.py, so that a rehearsal's cost and the
 CLI's `total_cost_usd` agree."""
 
 from __future__ import annotations
 
-from runtime.pricing import Rates, rates_for, request_cost_usd
 from runtime.rehearsal.cache import CacheUsage
+from runtime.turn.pricing import Rates, rates_for, request_cost_usd
 
 __all__ = ["Rates", "cost_usd", "rates_for"]
 

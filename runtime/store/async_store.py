@@ -16,10 +16,10 @@ from typing import Concatenate, ParamSpec, TypeVar
 import anyio
 import anyio.to_thread
 
-from runtime.debuglog import DebugLog
-from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
+from runtime.instance.debuglog import DebugLog
 from runtime.store.snapshot import StoreSnapshot
 from runtime.store.turn_store import TurnStore
+from runtime.window.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
 
 T = TypeVar("T")
 P = ParamSpec("P")

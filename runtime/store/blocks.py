@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runtime.rows import Block
+from runtime.window.rows import Block
 
 # Of the characters kept, this share comes from the start (where commands print what they are
 # doing); the rest from the end (where the error or summary usually is).

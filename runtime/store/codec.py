@@ -13,7 +13,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from runtime.rows import Block, Marker, NewRow, OutboxEntry, Role, Row, RowStatus, Slot, send_label
+from runtime.window.rows import (
+    Block,
+    Marker,
+    NewRow,
+    OutboxEntry,
+    Role,
+    Row,
+    RowStatus,
+    Slot,
+    send_label,
+)
 from sqlitekit.jsonload import STORED_DEPTH, load_json
 
 ROW_COLUMNS = (

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from runtime.debuglog import DebugLog
 from runtime.errors import StoreCorruptError, StoreError
+from runtime.instance.debuglog import DebugLog
 from sqlitekit import connect as kit
 from sqlitekit.txn import DEFERRED, IMMEDIATE, is_busy, is_corrupt, run_retrying
 

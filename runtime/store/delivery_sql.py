@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from runtime.rows import Consumed, OutboxDraft, OutboxEntry
 from runtime.store.codec import OUTBOX_COLUMNS, decode_outbox_entry, dump_json, encode_ids
+from runtime.window.rows import Consumed, OutboxDraft, OutboxEntry
 
 UNKNOWN_SOURCE = ""
 

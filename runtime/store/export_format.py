@@ -18,9 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.errors import ExportFormatError
-from runtime.rows import Block, Marker, Role, Row, RowStatus, Slot
 from runtime.store.codec import dump_json
 from runtime.store.snapshot import StoreSnapshot
+from runtime.window.rows import Block, Marker, Role, Row, RowStatus, Slot
 from sqlitekit.jsonload import STORED_DEPTH, load_json
 
 FORMAT = "mnemara.turns"

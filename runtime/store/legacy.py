@@ -3,8 +3,8 @@
 Also how an instance directory written by the original mnemara is taken over: its turns.sqlite
 is detected and converted (see original_rows.py for the column mapping); its config.json keeps
 the original field names, and the original's field forms (the silent types' null, a silent-types
-string, numbers as strings) are rewritten as ours (runtime/config_compat.py), the old file kept
-as `config.json.bak-<stamp>`.
+string, numbers as strings) are rewritten as ours (runtime/instance/config_compat.py), the old
+file kept as `config.json.bak-<stamp>`.
 
 Opening a store migrates one of ours from an older schema (TurnStore.open), but converts an
 original mnemara's store only here: the explicit, reportable form the CLI runs on one instance
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.config_compat import ConfigMigration, apply_config_rewrite
-from runtime.debuglog import DebugLog
-from runtime.home import InstancePaths
+from runtime.instance.config_compat import ConfigMigration, apply_config_rewrite
+from runtime.instance.debuglog import DebugLog
+from runtime.instance.home import InstancePaths
 from runtime.store.schema import MigrationReport
 from runtime.store.turn_store import TurnStore
 

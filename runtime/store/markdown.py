@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from runtime.rows import Block, Row
 from runtime.store.codec import utc_now
 from runtime.store.turn_store import TurnStore
+from runtime.window.rows import Block, Row
 
 
 def export_markdown(store: TurnStore, out: TextIO, *, instance: str, role_doc_text: str) -> None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime.rows import Block, Marker, Role, Row, estimate_tokens
 from runtime.store.codec import dump_json
+from runtime.window.rows import Block, Marker, Role, Row, estimate_tokens
 from sqlitekit.jsonload import STORED_DEPTH, load_json
 
 LEGACY_COLUMNS = frozenset({"id", "role", "content", "pin_label"})

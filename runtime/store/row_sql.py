@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from runtime.rows import Block, NewRow, Row, RowStatus
 from runtime.store.codec import (
     ROW_COLUMNS,
     decode_row,
@@ -18,6 +17,7 @@ from runtime.store.codec import (
     new_row_values,
     row_values,
 )
+from runtime.window.rows import Block, NewRow, Row, RowStatus
 
 _SELECT = f"SELECT {ROW_COLUMNS} FROM window_rows"
 

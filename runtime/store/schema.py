@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
+from runtime.instance.debuglog import DebugLog
 from runtime.store import original_rows, row_sql, slot_sql
 from runtime.store.codec import utc_now
 from runtime.store.connection import (

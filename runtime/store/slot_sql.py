@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from runtime.rows import Marker, Slot
 from runtime.store.codec import MARKER_COLUMNS, SLOT_COLUMNS, decode_marker, decode_slot
+from runtime.window.rows import Marker, Slot
 
 
 def place(labels: list[str], label: str, position: int | None) -> list[str]:

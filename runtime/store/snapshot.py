@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.errors import StoreError
-from runtime.rows import Marker, Row, Slot
 from runtime.store import row_sql, slot_sql
+from runtime.window.rows import Marker, Row, Slot
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from runtime.debuglog import DebugLog
 from runtime.errors import StoreError
-from runtime.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
+from runtime.instance.debuglog import DebugLog
 from runtime.store import connection, delivery_sql, row_sql, schema, slot_sql
 from runtime.store.codec import seconds_before, utc_now
 from runtime.store.connection import DEFAULT_RETRY, RetryPolicy
 from runtime.store.schema import MigrationReport
 from runtime.store.snapshot import StoreSnapshot, read_snapshot, write_snapshot
 from runtime.store.window_mirror import WindowMirror
-from runtime.window import RowStat
+from runtime.window.plan import RowStat
+from runtime.window.rows import Block, Consumed, Marker, NewRow, OutboxDraft, OutboxEntry, Row, Slot
 
 T = TypeVar("T")
 

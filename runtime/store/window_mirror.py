@@ -26,9 +26,9 @@ import bisect
 import sqlite3
 from collections.abc import Iterable
 
-from runtime.rows import Row
 from runtime.store import row_sql
-from runtime.window import RowStat
+from runtime.window.plan import RowStat
+from runtime.window.rows import Row
 
 
 class WindowMirror:

@@ -13,13 +13,13 @@ mcp_stderr.py (stdio MCP servers from the config, with their failures logged).
 
 from __future__ import annotations
 
-from runtime.driver import ToolSpec
 from runtime.tools.context import ToolContext
 from runtime.tools.eviction import eviction_tools
 from runtime.tools.memory import memory_tools
 from runtime.tools.recall import graph_tools, search_tools, wiki_tools
 from runtime.tools.skeleton import skeleton_tools
 from runtime.tools.window import window_tools
+from runtime.turn.driver import ToolSpec
 
 __all__ = ["ToolContext", "build_tools"]
 

@@ -3,7 +3,7 @@ one-time bulk eviction that recovers from a prompt-too-long answer.
 
 Post-turn care runs after a turn is committed and before the window is trimmed (DESIGN.md
 section 4), so the trim sees the slimmer rows. Only trimming deletes rows, and never the row
-of a turn in flight or (short of the hard token cap) a protected one; see runtime/window.py.
+of a turn in flight or (short of the hard token cap) a protected one; see runtime/window/plan.py.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from runtime import window_ops
-from runtime.config import InstanceConfig
-from runtime.debuglog import DebugLog
-from runtime.evict import strip_bulk, written_paths
-from runtime.rows import Block, estimate_tokens
+from runtime.instance.config import InstanceConfig
+from runtime.instance.debuglog import DebugLog
 from runtime.store import AsyncTurnStore, TurnStore
 from runtime.tools.compress_reads import compress_reads
-from runtime.window import TrimPlan, WindowCaps, exceeds_caps, plan_trim
+from runtime.window import ops as window_ops
+from runtime.window.evict import strip_bulk, written_paths
+from runtime.window.plan import TrimPlan, WindowCaps, exceeds_caps, plan_trim
+from runtime.window.rows import Block, estimate_tokens
 
 
 def care_due(config: InstanceConfig, turn_blocks: Sequence[Block]) -> bool:
@@ -93,7 +93,7 @@ def commit_then_trim(
 async def trim_window(
     store: AsyncTurnStore, config: InstanceConfig, debug: DebugLog
 ) -> TrimPlan | None:
-    """Trim the window to its caps (in steps, runtime/window.py); the plan when rows went.
+    """Trim the window to its caps (in steps, runtime/window/plan.py); the plan when rows went.
 
     Runs after every turn, so it costs one read of the window's totals until a cap is
     exceeded."""

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.rows import Block, Row, estimate_tokens
 from runtime.store import AsyncTurnStore
+from runtime.window.rows import Block, Row, estimate_tokens
 
 STUB_PREFIX = "[mnemara: earlier Read of "
 _TRUNCATED = "chars truncated by mnemara"

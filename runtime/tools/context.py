@@ -1,6 +1,6 @@
 """What the agent's tools may see and touch of their session: the `ToolContext` protocol.
 
-`runtime.session.Session` provides it; tests may provide a small fake. Tool handlers run while
+`runtime.turn.session.Session` provides it; tests may provide a small fake. Tool handlers run while
 a turn is in flight, so the context names that turn's input row (`in_flight_row`) and every
 tool that deletes rows refuses it.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from runtime.config import InstanceConfig
-from runtime.debuglog import DebugLog
-from runtime.driver import ToolSpec
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig
+from runtime.instance.debuglog import DebugLog
+from runtime.instance.home import InstancePaths
 from runtime.memory import Memory, Provenance
 from runtime.store import AsyncTurnStore
+from runtime.turn.driver import ToolSpec
 
 
 class ToolContext(Protocol):

@@ -1,6 +1,6 @@
 """The agent's eviction tools: drop rows, or strip bulky blocks while keeping the audit shell.
 
-Plans come from runtime.window_ops (the same ones `/evict` uses). Pinned rows are never
+Plans come from runtime.window.ops (the same ones `/evict` uses). Pinned rows are never
 touched. The input row of the turn in flight is never deleted: `evict_ids` refuses a call
 that names it, and the other tools do not count it (`evict_last 1` drops the newest
 *finished* row, not the question being answered).
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from runtime import window_ops
-from runtime.driver import ToolOutput, ToolSpec
-from runtime.rows import Row
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, Run, define, ok, refuse
-from runtime.window_ops import EditPlan
+from runtime.turn.driver import ToolOutput, ToolSpec
+from runtime.window import ops as window_ops
+from runtime.window.ops import EditPlan
+from runtime.window.rows import Row
 
 
 def editable(rows: Sequence[Row], in_flight: int | None) -> list[Row]:

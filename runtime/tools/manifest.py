@@ -19,9 +19,9 @@ from typing import Literal
 
 import anyio.to_thread
 
-from runtime.driver import DriverEvent, ToolCall, ToolResult
-from runtime.evict import WRITE_TOOLS
-from runtime.regular_file import open_regular_file
+from runtime.instance.regular_file import open_regular_file
+from runtime.turn.driver import DriverEvent, ToolCall, ToolResult
+from runtime.window.evict import WRITE_TOOLS
 
 # Past this size a file is fingerprinted by size and mtime instead of read in full.
 HASH_LIMIT_BYTES = 64 * 1024 * 1024

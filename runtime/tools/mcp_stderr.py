@@ -6,7 +6,7 @@ Standard library only, and run by path (never imported by the runtime), so it st
 needs nothing from the environment. The server inherits our stdin and stdout, so the MCP
 stream passes through untouched; its stderr is copied through to ours line by line and the
 last lines are kept. A server that cannot be started, or that exits non-zero without having
-been told to stop, gets one JSON line in the debug log, shaped like runtime.debuglog's.
+been told to stop, gets one JSON line in the debug log, shaped like runtime.instance.debuglog's.
 A SIGTERM or SIGINT from the CLI is passed on to the server and is not a failure.
 """
 

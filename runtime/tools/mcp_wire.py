@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.config import McpServer
-from runtime.driver import McpServerSpec
+from runtime.instance.config import McpServer
+from runtime.turn.driver import McpServerSpec
 
 WRAPPER = Path(__file__).with_name("mcp_stderr.py")
 

@@ -13,10 +13,10 @@ from functools import partial
 
 import anyio.to_thread
 
-from runtime.driver import ToolOutput, ToolSpec
 from runtime.memory.proposals import append_line, write_proposal
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
+from runtime.turn.driver import ToolOutput, ToolSpec
 
 MAX_CATEGORY = 80
 

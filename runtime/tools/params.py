@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime.driver import ToolOutput, ToolSpec
 from runtime.errors import MnemaraError
+from runtime.turn.driver import ToolOutput, ToolSpec
 
 Kind = Literal["string", "integer", "number", "boolean", "array", "object"]
 Args = dict[str, Any]

@@ -14,7 +14,6 @@ import json
 import re
 from typing import Any
 
-from runtime.driver import ToolOutput, ToolSpec
 from runtime.errors import MemoryStoreError
 from runtime.memory import GraphNode, Memory, QueryResult
 from runtime.memory.fulltext import SEARCH_MODES
@@ -22,6 +21,7 @@ from runtime.memory.memory import sync_index
 from runtime.memory.render import clean, render_hits, render_page
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok
+from runtime.turn.driver import ToolOutput, ToolSpec
 
 MAX_LABEL = 80
 NODE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,80}")

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.config import InstanceConfig
-from runtime.driver import ToolSpec
-from runtime.inspect import format_halt, format_spend
-from runtime.rows import Row, Slot, estimate_tokens
+from runtime.instance.config import InstanceConfig
+from runtime.turn.driver import ToolSpec
+from runtime.window.inspect import format_halt, format_spend
+from runtime.window.rows import Row, Slot, estimate_tokens
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """`read_skeleton`: a Python file's classes, signatures and docstrings, without the bodies.
 
-Parsed with `ast`, never imported or run (runtime/skeleton.py, which the faces' `/skeleton`
+Parsed with `ast`, never imported or run (runtime/window/skeleton.py, which the faces' `/skeleton`
 uses too). The path goes through the same permission check as the native Read tool (the
 session asks its policy about a synthetic Read call), so a file the agent may not Read cannot
 be skeletonised either. Each definition carries its line number, so a targeted Read can
-follow. The file is read by `runtime.regular_file`: a FIFO, device, socket
+follow. The file is read by `runtime.instance.regular_file`: a FIFO, device, socket
 or directory is refused without blocking, at most 5 MiB are read, and a cancelled turn stops
 the read at the next chunk (#24).
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 import anyio.from_thread
 import anyio.to_thread
 
-from runtime.driver import ToolOutput, ToolSpec
-from runtime.regular_file import read_regular_file
-from runtime.skeleton import skeleton_of
+from runtime.instance.regular_file import read_regular_file
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
+from runtime.turn.driver import ToolOutput, ToolSpec
+from runtime.window.skeleton import skeleton_of
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 PYTHON_SUFFIXES = (".py", ".pyi")

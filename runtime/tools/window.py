@@ -6,12 +6,12 @@ the turn in flight, which the eviction tools refuse to delete.
 
 from __future__ import annotations
 
-from runtime.driver import ToolOutput, ToolSpec
-from runtime.inspect import describe_row
-from runtime.rows import Row
 from runtime.tools.context import ToolContext
 from runtime.tools.params import Args, Param, define, ok, refuse
 from runtime.tools.report import ContextParts, context_report
+from runtime.turn.driver import ToolOutput, ToolSpec
+from runtime.window.inspect import describe_row
+from runtime.window.rows import Row
 from sqlitekit.jsonload import load_json
 
 # tune_window parameter -> config field. The agent may reshape its window, nothing else.

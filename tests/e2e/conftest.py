@@ -23,13 +23,13 @@ import claude_agent_sdk
 import pytest
 
 from runtime.claude import ClaudeDriver
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, Script, open_rehearsal_server, parse_script
 from runtime.sandbox import Sandbox, SandboxSettings, probe
-from runtime.session import Session
-from runtime.session_open import open_session
 from runtime.store import TurnStore
+from runtime.turn.open import open_session
+from runtime.turn.session import Session
 
 BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 PANEL = "eng"

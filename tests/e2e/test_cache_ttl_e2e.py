@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.config import InstanceConfig
+from runtime.instance.config import InstanceConfig
 from runtime.rehearsal import ManualClock, PanelScript, Reply, Rule, Script
 
 from .conftest import Rehearse

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.driver import ToolResult
-from runtime.session_events import SessionEvent
+from runtime.turn.driver import ToolResult
+from runtime.turn.events import SessionEvent
 
 from .conftest import Rehearse
 

@@ -8,11 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal.env import rehearsal_env
-from runtime.rows import text_of
 from runtime.store import TurnStore
+from runtime.window.rows import text_of
 
 pytestmark = pytest.mark.e2e
 

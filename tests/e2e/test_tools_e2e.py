@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies
-from runtime.driver import TextDelta, ToolCall, ToolResult, Usage
-from runtime.prompt import HEAD_TEXT
-from runtime.session_events import SessionEvent, TurnCommitted
+from runtime.instance.config import InstanceConfig, ToolPolicy, default_tool_policies
+from runtime.turn.driver import TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.events import SessionEvent, TurnCommitted
+from runtime.turn.prompt import HEAD_TEXT
 
 from .conftest import ROLE_DOC, Rehearse, Rig
 

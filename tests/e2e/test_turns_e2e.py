@@ -10,11 +10,11 @@ import anyio
 import pytest
 
 from runtime.errors import ServiceBusyError
-from runtime.prompt import HEAD_TEXT, INTERRUPTED_NOTE
 from runtime.rehearsal import Faults, Reply, Script
-from runtime.rows import text_of
-from runtime.session_events import STOPPED_NOTE, SessionEvent, TurnCommitted
 from runtime.store import TurnStore
+from runtime.turn.events import STOPPED_NOTE, SessionEvent, TurnCommitted
+from runtime.turn.prompt import HEAD_TEXT, INTERRUPTED_NOTE
+from runtime.window.rows import text_of
 
 from .conftest import ROLE_DOC, Rehearse
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from panels.host.loop_rules import RULES, LoopSettings
-from panels.host.loop_state import decode, encode
-from panels.host.loops import TeamGraph
+from panels.host.loops.graph import TeamGraph
+from panels.host.loops.rules import RULES, LoopSettings
+from panels.host.loops.state import decode, encode
 from panels.hostdb import connect
 from panels.hostdb.loopstate import load_loop_rows, save_loop_rows
 from tests.corpus_kit import load_replay

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from panels.host.account import line
-from panels.host.loop_rules import LoopSettings, LoopVerdict, is_ack
-from panels.host.loop_world import NO_CHANGE
-from panels.host.loops import Sent, TeamGraph, TurnEnd
-from panels.host.loopwatch import LoopWatch
-from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
+from panels.host.control.account import line
+from panels.host.delivery.sendlimit import SendLimiter, SendLimits, SendRefused
+from panels.host.loops.graph import Sent, TeamGraph, TurnEnd
+from panels.host.loops.rules import LoopSettings, LoopVerdict, is_ack
+from panels.host.loops.watch import LoopWatch
+from panels.host.loops.world import NO_CHANGE
 from panels.hostdb.catalogue import HostEvent, LoopFlagged
 from peerbus import Message
 

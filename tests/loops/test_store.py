@@ -11,11 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from panels.host.loop_rules import LoopSettings, LoopVerdict
-from panels.host.loop_state import decode, encode
-from panels.host.loop_world import NO_CHANGE
-from panels.host.loops import Sent, TeamGraph, TurnEnd
-from panels.host.loopwatch import LoopWatch
+from panels.host.loops.graph import Sent, TeamGraph, TurnEnd
+from panels.host.loops.rules import LoopSettings, LoopVerdict
+from panels.host.loops.state import decode, encode
+from panels.host.loops.watch import LoopWatch
+from panels.host.loops.world import NO_CHANGE
 from panels.hostdb import SCHEMA_VERSION, connect, open_hostdb, read_panels
 from panels.hostdb import schema as hostdb_schema
 from panels.hostdb.loopstate import count_loop_rows, load_loop_rows, save_loop_rows

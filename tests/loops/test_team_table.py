@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from panels.host import Host
-from panels.host.loop_rules import LoopSettings
+from panels.host.loops.rules import LoopSettings
 from panels.team import TeamFileError, parse_team
 
 TEAM = """[team]

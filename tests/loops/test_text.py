@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from panels.host.loop_rules import LoopSettings, says_something_new
-from panels.host.loop_text import content_units, content_words, news
+from panels.host.loops.rules import LoopSettings, says_something_new
+from panels.host.loops.text import content_units, content_words, news
 
 DEFAULTS = LoopSettings()
 SAID = (

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from panels.host.loop_rules import BOOKKEEPING
-from panels.host.loop_world import (
+from panels.host.loops.rules import BOOKKEEPING
+from panels.host.loops.world import (
     GIT,
     NO_CHANGE,
     WorldTap,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import Decision, ToolCallRequest, TurnRequest
+from runtime.turn.driver import Decision, ToolCallRequest, TurnRequest
 
 BLOCKS: tuple[dict[str, Any], ...] = (
     {"type": "text", "text": "<<window v1>>\nhead"},

@@ -1,11 +1,18 @@
-"""The per-turn choice of prompt-cache lifetime (runtime/cache_ttl.py), on a manual clock."""
+"""The per-turn choice of prompt-cache lifetime (runtime/turn/cache_ttl.py), on a manual clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.cache_ttl import LONG_PAUSE, CacheTtl, TtlChooser, TtlSetting, cache_marker, cli_env
 from runtime.rehearsal import ManualClock
+from runtime.turn.cache_ttl import (
+    LONG_PAUSE,
+    CacheTtl,
+    TtlChooser,
+    TtlSetting,
+    cache_marker,
+    cli_env,
+)
 
 
 def run_turns(

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import DEFAULT_MAX_WINDOW_TURNS, InstanceConfig, load_config, save_config
-from runtime.debuglog import DebugLog
 from runtime.errors import ConfigError, InvalidInstanceNameError
-from runtime.home import InstancePaths, list_instances, validate_instance_name
-from runtime.home import mnemara_home as home_root
+from runtime.instance.config import (
+    DEFAULT_MAX_WINDOW_TURNS,
+    InstanceConfig,
+    load_config,
+    save_config,
+)
+from runtime.instance.debuglog import DebugLog
+from runtime.instance.home import InstancePaths, list_instances, validate_instance_name
+from runtime.instance.home import mnemara_home as home_root
 
 
 def test_defaults_follow_the_original() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from runtime.config import DEFAULT_SILENT_TYPES, InstanceConfig, load_config
-from runtime.config_compat import apply_config_rewrite, plan_config_rewrite
 from runtime.errors import ConfigError
+from runtime.instance.config import DEFAULT_SILENT_TYPES, InstanceConfig, load_config
+from runtime.instance.config_compat import apply_config_rewrite, plan_config_rewrite
 
 ORIGINAL_INIT_CONFIG = """{
   "role_doc_path": "",

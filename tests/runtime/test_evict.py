@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.evict import strip_bulk, strip_thinking, strip_write_pairs, written_paths
+from runtime.window.evict import strip_bulk, strip_thinking, strip_write_pairs, written_paths
 
 BLOCKS = (
     {"type": "thinking", "thinking": "long thought", "signature": "sig"},

@@ -11,8 +11,8 @@ import ipaddress
 import pytest
 
 from runtime.errors import FetchError
-from runtime.fetch import check_url
-from runtime.fetch_hosts import numeric_host_problem, parse_address, public_address_problem
+from runtime.instance.fetch import check_url
+from runtime.instance.fetch_hosts import numeric_host_problem, parse_address, public_address_problem
 
 RESOLVED = {
     "example.org": ["93.184.215.14", "2606:2800:21f:cb07::1"],

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import runtime.lease as lease_module
+import runtime.instance.lease as lease_module
 from runtime.errors import InstanceNotFoundError
-from runtime.home import InstancePaths, list_instances
-from runtime.lease import (
+from runtime.instance.home import InstancePaths, list_instances
+from runtime.instance.lease import (
     InstanceLeasedError,
     LeaseOwner,
     acquire_lease,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from runtime.cache_ttl import CacheTtl
-from runtime.prompt import HEAD_TEXT, build_prompt, render_transcript, strip_cache_markers
-from runtime.rows import Row, Slot
+from runtime.turn.cache_ttl import CacheTtl
+from runtime.turn.prompt import HEAD_TEXT, build_prompt, render_transcript, strip_cache_markers
+from runtime.window.rows import Row, Slot
 
 
 def row(i: int, role: str = "user", *blocks: dict[str, object], **kw: object) -> Row:

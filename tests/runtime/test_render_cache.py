@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import Done, DriverEvent, TextDelta, TurnRequest, Usage
-from runtime.home import InstancePaths
-from runtime.prompt import build_prompt, render_row, render_transcript
-from runtime.render_cache import RenderCache
-from runtime.rows import Block, NewRow, Row
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import Done, DriverEvent, TextDelta, TurnRequest, Usage
+from runtime.turn.open import open_session
+from runtime.turn.prompt import build_prompt, render_row, render_transcript
+from runtime.turn.render_cache import RenderCache
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import Block, NewRow, Row
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import RoleDocError
-from runtime.roledoc import RoleDocSource, read_role_doc, role_text_flags
+from runtime.instance.roledoc import RoleDocSource, read_role_doc, role_text_flags
 
 
 def test_edits_are_picked_up_on_the_next_read(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import (
+from runtime.turn.driver import (
     Decision,
     Done,
     DriverEvent,
@@ -19,7 +19,7 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.scripted import ScriptedDriver
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,11 @@ from collections.abc import AsyncGenerator
 import anyio
 import pytest
 
-from runtime.config import load_config, save_config
-from runtime.driver import (
+from runtime.errors import CredentialsError, ServiceBusyError
+from runtime.instance.config import load_config, save_config
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Done,
     DriverEvent,
     ErrorEvent,
@@ -19,14 +22,11 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.errors import CredentialsError, ServiceBusyError
-from runtime.home import InstancePaths
-from runtime.prompt import strip_cache_markers
-from runtime.rows import NewRow
-from runtime.scripted import ScriptedDriver
-from runtime.session_events import STOPPED_NOTE, TurnCommitted
-from runtime.session_open import open_session
-from runtime.store import TurnStore
+from runtime.turn.events import STOPPED_NOTE, TurnCommitted
+from runtime.turn.open import open_session
+from runtime.turn.prompt import strip_cache_markers
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import NewRow
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,10 @@ from typing import Any
 import anyio
 import pytest
 
-from runtime.driver import (
+from runtime.errors import ServiceBusyError
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Done,
     DriverEvent,
     ErrorEvent,
@@ -26,14 +29,11 @@ from runtime.driver import (
     ToolSpec,
     Usage,
 )
-from runtime.errors import ServiceBusyError
-from runtime.home import InstancePaths
-from runtime.rows import Consumed, NewRow, OutboxDraft
-from runtime.scripted import ScriptedDriver
-from runtime.session import Session
-from runtime.session_events import STOPPED_NOTE
-from runtime.session_open import DELIVERY_RETENTION, open_session
-from runtime.store import TurnStore
+from runtime.turn.events import STOPPED_NOTE
+from runtime.turn.open import DELIVERY_RETENTION, open_session
+from runtime.turn.scripted import ScriptedDriver
+from runtime.turn.session import Session
+from runtime.window.rows import Consumed, NewRow, OutboxDraft
 
 pytestmark = pytest.mark.anyio
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig
-from runtime.debuglog import DebugLog
-from runtime.rows import NewRow
+from runtime.instance.config import InstanceConfig
+from runtime.instance.debuglog import DebugLog
 from runtime.store import TurnStore, open_turn_store
 from runtime.tools.aftercare import trim_window
-from runtime.window import RowStat, WindowCaps, exceeds_caps, plan_trim
+from runtime.window.plan import RowStat, WindowCaps, exceeds_caps, plan_trim
+from runtime.window.rows import NewRow
 
 
 def seed(store: TurnStore) -> list[int]:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import Cost, Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
 from runtime.guard.halts import Halted
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import Cost, Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.window import RowStat, WindowCaps, plan_trim
+from runtime.window.plan import RowStat, WindowCaps, plan_trim
 
 
 def stats(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.rows import Row, RowStatus
-from runtime.window import RowStat, TrimPlan, WindowCaps, exceeds_caps, plan_trim, row_cap_at
+from runtime.window.plan import RowStat, TrimPlan, WindowCaps, exceeds_caps, plan_trim, row_cap_at
+from runtime.window.rows import Row, RowStatus
 
 
 def window(*tokens: int, pinned: frozenset[int] = frozenset()) -> list[RowStat]:

@@ -17,15 +17,17 @@ from typer.testing import CliRunner
 
 from panels.cli.main import app
 from panels.host import RestartPolicy
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.poison import POISON_ATTEMPTS
-from panels.host.sendlimit import SendLimits
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.delivery.poison import POISON_ATTEMPTS
+from panels.host.delivery.sendlimit import SendLimits
 from panels.hostdb import catalogue as ev
 from panels.repl.show import EventView
 from panels.repl.terminal import Terminal
 from panels.ui.entries import Line, Stream, entries
 from peerbus import Outgoing
-from runtime.driver import (
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Done,
     DriverEvent,
     ErrorEvent,
@@ -35,8 +37,6 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.home import InstancePaths
-from runtime.store import TurnStore
 from tests.panels.host.conftest import make_team, panels, reply
 from tests.panels.host.conftest import start_host as start_host  # the fixture
 

@@ -12,20 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from panels.host.asker import Approvals, HostAsker
-from panels.host.eventlog import EventLog
+from panels.host.control.asker import Approvals, HostAsker
+from panels.host.control.eventlog import EventLog
 from panels.hostdb import HostEvent, open_hostdb
 from panels.hostdb.catalogue import ApprovalAsked
 from panels.repl.approve import question_text
 from panels.ui.approvals import Question
 from panels.ui.entries import Line, entries
-from runtime.config import InstanceConfig, ToolPolicy
-from runtime.driver import ToolCallRequest
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, ToolPolicy
+from runtime.instance.home import InstancePaths
 from runtime.policy.approver import Answer, PolicyApprover, prompt_text
 from runtime.policy.context import PolicyContext
 from runtime.policy.display import escape_command_for_display, escape_for_display
 from runtime.policy.policy import PolicyState, Verdict
+from runtime.turn.driver import ToolCallRequest
 
 LOOK_ALIKES = {
     "\u0261it status": "\\u0261it status",  # LATIN SMALL LETTER SCRIPT G

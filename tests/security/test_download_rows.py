@@ -32,11 +32,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from typer.testing import CliRunner
 
-import runtime.fetch
+import runtime.instance.fetch
 from panels.cli.main import app
 from runtime.errors import FetchError
-from runtime.fetch import MAX_BYTES, MAX_REDIRECTS, fetch_role_doc
-from runtime.fetch_hosts import IPAddress, public_address_problem
+from runtime.instance.fetch import MAX_BYTES, MAX_REDIRECTS, fetch_role_doc
+from runtime.instance.fetch_hosts import IPAddress, public_address_problem
 
 NAMES = ("docs.test", "cdn.test")
 # A server that misbehaves stops after this long, so a broken fetcher ends (and fails the
@@ -523,7 +523,7 @@ def test_14_transport_failures_are_clean_fetch_errors(
     plain = serve(serving(b"x"), secure=False)  # https spoken to a plain-HTTP server
     # The server waits for an HTTP head, the client for the TLS answer: the connect step's
     # own limit ends it (10 s; 1 s here, the same path).
-    monkeypatch.setattr(runtime.fetch, "STEP_SECONDS", 1.0)
+    monkeypatch.setattr(runtime.instance.fetch, "STEP_SECONDS", 1.0)
     with pytest.raises(FetchError, match=r"timed out talking to docs\.test"):
         fetch(tls, plain.url())
 
@@ -541,12 +541,12 @@ def mnemara(*args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def cli_fetch(tls: Tls, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
     """Give the CLI's fetcher the test seams (it looks `fetch_role_doc` up when it runs)."""
-    real = runtime.fetch.fetch_role_doc
+    real = runtime.instance.fetch.fetch_role_doc
 
     def seams(trust_test_ca: bool = True) -> None:
         verify: ssl.SSLContext | bool = tls.client if trust_test_ca else True
         seamed = partial(real, resolver=Names(), address_check=loopback_allowed, verify=verify)
-        monkeypatch.setattr(runtime.fetch, "fetch_role_doc", seamed)
+        monkeypatch.setattr(runtime.instance.fetch, "fetch_role_doc", seamed)
 
     return seams
 
@@ -651,9 +651,9 @@ def test_a_slow_fetch_through_the_cli_ends_at_the_deadline(
     inst: Path, tls: Tls, serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """#34 end to end: the CLI reports the deadline as one line, exit 7."""
-    real = runtime.fetch.fetch_role_doc
+    real = runtime.instance.fetch.fetch_role_doc
     monkeypatch.setattr(
-        runtime.fetch,
+        runtime.instance.fetch,
         "fetch_role_doc",
         partial(
             real, resolver=Names(), address_check=loopback_allowed, verify=tls.client, deadline=1.5

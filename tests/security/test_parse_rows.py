@@ -21,13 +21,13 @@ from typing import Any
 import anyio
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.hostdb import read_events
 from panels.hostdb.catalogue import UnknownEvent
 from panels.hostdb.control import pending_commands
 from panels.hostdb.schema import connect
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
 from tests.panels.host.conftest import make_team, panels, reply, start_host
 

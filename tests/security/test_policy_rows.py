@@ -25,11 +25,16 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.team import parse_team
 from peerbus import open_bus
-from runtime.config import InstanceConfig, ToolMode, ToolPolicy
-from runtime.driver import (
+from runtime.instance.config import InstanceConfig, ToolMode, ToolPolicy
+from runtime.policy.approver import Answer, PolicyApprover
+from runtime.policy.context import PolicyContext
+from runtime.policy.patterns import compile_pattern
+from runtime.policy.policy import PolicyState, Verdict, decide
+from runtime.policy.rules import load_rules
+from runtime.turn.driver import (
     AgentDriver,
     Done,
     DriverEvent,
@@ -39,12 +44,7 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.policy.approver import Answer, PolicyApprover
-from runtime.policy.context import PolicyContext
-from runtime.policy.patterns import compile_pattern
-from runtime.policy.policy import PolicyState, Verdict, decide
-from runtime.policy.rules import load_rules
-from runtime.scripted import ScriptedDriver
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import start_host  # noqa: F401  (a fixture, used by name)
 from tests.runtime.policy.conftest import Machine, build_machine
 

@@ -29,17 +29,17 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
 from runtime.errors import MemoryStoreError
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
+from runtime.instance.regular_file import CHUNK_BYTES, read_regular_file
+from runtime.instance.roledoc import RoleDocSource
 from runtime.memory.notes import FileNotes
 from runtime.memory.slugs import page_path
 from runtime.memory.wiki import FileWiki
-from runtime.regular_file import CHUNK_BYTES, read_regular_file
-from runtime.roledoc import RoleDocSource
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
 from runtime.tools.manifest import fingerprint
+from runtime.turn.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 RESCUE_AFTER = 30.0
 TEN_GB = 10 * 1024**3

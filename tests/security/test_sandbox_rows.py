@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from panels.host.confine import team_sandbox
 from panels.host.demo import EXAMPLE, demo_team
+from panels.host.turns.confine import team_sandbox
 from runtime.claude import ClaudeDriver
-from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies, load_config
-from runtime.driver import Approver, Decision, ToolCallRequest, ToolResult
 from runtime.guard.policy import build_policy as build_approver
+from runtime.instance.config import InstanceConfig, ToolPolicy, default_tool_policies, load_config
 from runtime.sandbox import Sandbox, SandboxSettings, probe
 from runtime.sandbox.relay import splice
-from runtime.session_open import open_session
+from runtime.turn.driver import Approver, Decision, ToolCallRequest, ToolResult
+from runtime.turn.open import open_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

@@ -19,7 +19,11 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from runtime.driver import (
+from runtime.errors import PolicyError
+from runtime.guard.calls import call_key
+from runtime.instance.home import InstancePaths
+from runtime.policy.rules import load_rules, remember_targets
+from runtime.turn.driver import (
     Decision,
     Done,
     DriverEvent,
@@ -29,12 +33,8 @@ from runtime.driver import (
     ToolResult,
     Usage,
 )
-from runtime.errors import PolicyError
-from runtime.guard.calls import call_key
-from runtime.home import InstancePaths
-from runtime.policy.rules import load_rules, remember_targets
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 ROOT = Path(__file__).resolve().parents[2]
 

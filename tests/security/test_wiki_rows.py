@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 ESCAPES_26 = [
     "../../.ssh/authorized_keys",

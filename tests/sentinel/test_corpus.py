@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
 from tests.corpus_kit import load_replay
 
 # The replayer lives with the corpus it reads (bench/sentinel_corpus.py loads it too).

@@ -25,7 +25,7 @@ written as the turns of the team in the order they end:
 
 The team shares one working tree. Each turn is measured as the guard measures it: the state
 before its first call and at its end (the files it names, the git state over every file git
-sees, its slots), and `measure_change` (panels/host/loop_world.py) makes the turn's
+sees, its slots), and `measure_change` (panels/host/loops/world.py) makes the turn's
 `WorldChange` of them. A turn consumes its panel's inbox: every message addressed to it, and
 every broadcast of another panel, that it has not consumed yet and that the bus delivers (a
 payload type in the acknowledgement types is settled by the bus without a turn, as peerbus
@@ -46,10 +46,10 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Protocol
 
-from panels.host.loop_rules import RULES, LoopSettings, LoopVerdict
-from panels.host.loop_world import WorldChange, measure_change
-from panels.host.loops import Sent, TeamGraph, TurnEnd
-from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
+from panels.host.delivery.sendlimit import SendLimiter, SendLimits, SendRefused
+from panels.host.loops.graph import Sent, TeamGraph, TurnEnd
+from panels.host.loops.rules import RULES, LoopSettings, LoopVerdict
+from panels.host.loops.world import WorldChange, measure_change
 from runtime.guard.sentinel import WorldState
 
 CORPUS = Path(__file__).parent

@@ -23,8 +23,8 @@ import typer
 from panels.cli.main import app
 from panels.hostdb import PanelRow, connect, set_meta, upsert_panels
 from peerbus.sqlite import close_bus, connect_bus
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
 
 ROOT = Path(__file__).resolve().parents[3]

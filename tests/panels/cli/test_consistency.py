@@ -20,7 +20,7 @@ from runtime.errors import (
     MnemaraError,
     StoreCorruptError,
 )
-from runtime.lease import InstanceLeasedError, LeaseOwner
+from runtime.instance.lease import InstanceLeasedError, LeaseOwner
 from runtime.rehearsal.errors import ScriptError
 
 runner = CliRunner()
@@ -140,7 +140,7 @@ def test_no_row_of_the_table_is_hidden_by_a_broader_row_above_it() -> None:
 
 def test_the_panels_tree_has_one_root_and_each_class_is_defined_once() -> None:
     from panels.host import errors as host_errors
-    from panels.host import window
+    from panels.host.turns import window
     from panels.hostdb import schema, verbs
     from panels.team import errors as team_errors
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,8 +65,8 @@ def test_a_broken_rehearsal_script_stops_the_host_start(
 HOLDER = textwrap.dedent(
     """
     import sys
-    from runtime.home import InstancePaths
-    from runtime.lease import LeaseOwner, acquire_lease
+    from runtime.instance.home import InstancePaths
+    from runtime.instance.lease import LeaseOwner, acquire_lease
 
     paths = InstancePaths.for_name(sys.argv[1])
     lease = acquire_lease(paths, LeaseOwner.this_process("the host of team 'trio'", team="trio"))

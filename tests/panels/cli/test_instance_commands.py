@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.home import InstancePaths
-from runtime.rows import NewRow
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.window.rows import NewRow
 
 runner = CliRunner()
 

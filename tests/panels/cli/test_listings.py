@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from panels.hostdb import PanelRow, append_events, connect, set_meta, upsert_panels
 from panels.hostdb.catalogue import Said
 from peerbus.sqlite import close_bus, connect_bus, submit
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 from runtime.memory.notes import FileNotes
 
 runner = CliRunner()
@@ -81,7 +81,7 @@ def memory_entry(instance: InstancePaths, source: str) -> dict[str, object]:
 def test_replay_apply_brings_the_index_and_the_graph_along_and_restore_undoes_both(
     instance: InstancePaths,
 ) -> None:
-    from runtime.config import load_config
+    from runtime.instance.config import load_config
     from runtime.memory import open_memory
 
     texts = [
@@ -117,7 +117,7 @@ def test_replay_apply_brings_the_index_and_the_graph_along_and_restore_undoes_bo
 
 
 def test_archive_by_hand_marks_the_graph_and_leaves_the_index(instance: InstancePaths) -> None:
-    from runtime.config import load_config
+    from runtime.instance.config import load_config
     from runtime.memory import open_memory
 
     with open_memory(instance, load_config(instance.config)) as memory:

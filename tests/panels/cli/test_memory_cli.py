@@ -15,8 +15,8 @@ import typer
 from typer.testing import CliRunner
 
 from panels.cli.memory import memory_app
-from runtime.home import InstancePaths
-from runtime.lease import LeaseOwner, acquire_lease
+from runtime.instance.home import InstancePaths
+from runtime.instance.lease import LeaseOwner, acquire_lease
 from runtime.memory.fake import FakeEmbedder
 from runtime.memory.lance import open_lance_index
 from runtime.memory.notes import FileNotes

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 import runtime.memory.embed
 from panels.cli.memory import memory_app
-from runtime.config import InstanceConfig
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig
+from runtime.instance.home import InstancePaths
 from runtime.memory.fake import FakeEmbedder
 from runtime.memory.notes import FileNotes
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runtime.config import DEFAULT_SILENT_TYPES
+from runtime.instance.config import DEFAULT_SILENT_TYPES
 from tests.runtime.test_config_original import ORIGINAL_INIT_CONFIG
 
 ROOT = Path(__file__).resolve().parents[3]

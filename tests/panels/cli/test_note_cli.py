@@ -6,7 +6,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 from runtime.memory.notes import FileNotes
 from runtime.memory.pending import Pending
 

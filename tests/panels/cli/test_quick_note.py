@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from panels.cli.main import app, run_cli
 from panels.cli.quick import NoteArguments, note_arguments
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 from runtime.memory.notes import FileNotes
 
 PARSED = [

@@ -18,11 +18,11 @@ from anyio.from_thread import start_blocking_portal
 from typer.testing import CliRunner, Result
 
 from panels.cli.main import app
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
+from runtime.cassette.file import load_cassette
+from runtime.cassette.script import cassette_script
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, load_script, open_rehearsal_server, parse_script
-from runtime.rehearsal.cassette import load_cassette
-from runtime.rehearsal.cassette_script import cassette_script
 from runtime.store import TurnStore
 
 CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from panels.cli.options import HELP_OPTIONS, Command
 from panels.cli.replay import replay
-from runtime.home import InstancePaths
+from runtime.instance.home import InstancePaths
 from runtime.memory.linking import link_note
 from runtime.memory.notes import FileNotes
 

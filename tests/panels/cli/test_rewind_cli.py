@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from panels.cli.main import app
 from panels.hostdb import PanelRow, connect, set_meta, upsert_panels
 from runtime.checkpoint import CheckpointSettings, open_store, take_and_prune
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
-from runtime.lease import LeaseOwner, acquire_lease
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
+from runtime.instance.lease import LeaseOwner, acquire_lease
 from runtime.store import TurnStore
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ import pytest
 from panels.host import Host, RestartPolicy
 from panels.hostdb import HostEvent, Logged
 from panels.team import TeamSpec, parse_team
-from runtime.driver import AgentDriver, Done, DriverEvent, TextDelta, TurnRequest, Usage
-from runtime.scripted import ScriptedDriver
+from runtime.turn.driver import AgentDriver, Done, DriverEvent, TextDelta, TurnRequest, Usage
+from runtime.turn.scripted import ScriptedDriver
 
 FAST = RestartPolicy(base_delay=0.01, max_delay=0.05, max_failures=3, window=60)
 

@@ -13,8 +13,8 @@ import anyio
 
 from panels.host import Host
 from panels.team import load_team
-from runtime.driver import AgentDriver
-from runtime.scripted import ScriptedDriver
+from runtime.turn.driver import AgentDriver
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import BlockingDriver
 
 

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from panels.host.account import line
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.followup import FOLLOW_UP_LABEL, UNLOGGED_META
-from panels.host.sendlimit import SendLimits
+from panels.host.control.account import line
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.delivery.followup import FOLLOW_UP_LABEL, UNLOGGED_META
+from panels.host.delivery.sendlimit import SendLimits
 from peerbus import Claim, Outgoing, SettleResult
-from runtime.driver import DriverEvent, TextDelta, ToolCall, TurnRequest
-from runtime.home import InstancePaths
-from runtime.rows import Consumed, NewRow
-from runtime.scripted import ScriptedDriver
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import DriverEvent, TextDelta, ToolCall, TurnRequest
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import Consumed, NewRow
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

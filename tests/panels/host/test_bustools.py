@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from panels.host.bustools import PanelPort, bus_tools
-from panels.host.outbox import TurnOutbox
-from panels.host.sendlimit import SendLimiter
+from panels.host.delivery.bustools import PanelPort, bus_tools
+from panels.host.delivery.outbox import TurnOutbox
+from panels.host.delivery.sendlimit import SendLimiter
 from panels.host.services import TurnContext
 from peerbus import BusBackend, Message, open_bus
-from runtime.driver import ToolOutput
-from runtime.turn_sends import TurnSends
+from runtime.turn.driver import ToolOutput
+from runtime.turn.sends import TurnSends
 
 pytestmark = pytest.mark.anyio
 

@@ -8,13 +8,13 @@ from typing import Any
 import anyio
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.hostdb.verbs import Input
 from peerbus import Outgoing
-from runtime.driver import ErrorEvent, TextDelta
-from runtime.rows import Consumed, NewRow
-from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
+from runtime.turn.driver import ErrorEvent, TextDelta
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import Consumed, NewRow
 from tests.panels.host.conftest import BlockingDriver, make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
@@ -234,7 +234,7 @@ async def test_a_second_host_on_a_leased_instance_refuses_to_start(
     anyio_backend: str, tmp_path: Path, start_host: Any
 ) -> None:
     from panels.host import Host
-    from runtime.lease import InstanceLeasedError
+    from runtime.instance.lease import InstanceLeasedError
 
     team = make_team(tmp_path, panels("a"), name="first")
     other = make_team(tmp_path, panels("a"), name="second")
@@ -252,8 +252,8 @@ async def test_a_corrupt_policy_file_fails_the_panel_once_and_for_good(
 ) -> None:
     """A restart cannot repair a corrupt permissions.json (or turns.sqlite): the panel fails
     once, named by the file, and is given up at once instead of retried every few seconds."""
-    from runtime.config import InstanceConfig, save_config
-    from runtime.home import InstancePaths
+    from runtime.instance.config import InstanceConfig, save_config
+    from runtime.instance.home import InstancePaths
 
     team = make_team(tmp_path, panels("broken", "fine"))
     paths = InstancePaths.for_name("broken", team.state_dir.parents[1])

@@ -11,7 +11,7 @@ import pytest
 
 from panels.hostdb import connect, get_command, submit_command
 from panels.hostdb.verbs import Shutdown
-from runtime.driver import Done, ToolCall, Usage
+from runtime.turn.driver import Done, ToolCall, Usage
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
-from runtime.driver import ToolCall, TurnRequest
+from panels.host.delivery.feed import OPERATOR, operator_route
 from runtime.store import TurnStore
+from runtime.turn.driver import ToolCall, TurnRequest
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from panels.host.delivery import (
+from panels.host.delivery.feed import (
     OPERATOR_BATCH,
     PEER_ONLY_INSTRUCTION,
     Limits,

@@ -15,7 +15,7 @@ import claude_agent_sdk
 import pytest
 
 from panels.host import Host
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.host.demo import EXAMPLE, run_demo
 from panels.team import load_team, parse_team
 from peerbus import open_bus

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from panels.host.eventlog import EventLog
+from panels.host.control.eventlog import EventLog
 from panels.hostdb import Logged, PanelRow, open_hostdb
 from panels.hostdb.catalogue import StateChanged
 from panels.hostdb.status import read_panels

@@ -12,10 +12,12 @@ import anyio
 import pytest
 
 from panels.host import Host, RestartPolicy
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.poison import POISON_ATTEMPTS
-from runtime.config import DEFAULT_MAX_WINDOW_TOKENS, InstanceConfig, save_config
-from runtime.driver import (
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.delivery.poison import POISON_ATTEMPTS
+from runtime.instance.config import DEFAULT_MAX_WINDOW_TOKENS, InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Done,
     DriverEvent,
     ErrorEvent,
@@ -27,10 +29,8 @@ from runtime.driver import (
     Usage,
     call_tool,
 )
-from runtime.home import InstancePaths
-from runtime.rows import Consumed, NewRow, OutboxDraft
-from runtime.scripted import ScriptedDriver, find_tool
-from runtime.store import TurnStore
+from runtime.turn.scripted import ScriptedDriver, find_tool
+from runtime.window.rows import Consumed, NewRow, OutboxDraft
 from tests.panels.host.conftest import Events, make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

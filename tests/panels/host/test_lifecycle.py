@@ -17,9 +17,7 @@ import pytest
 
 from panels.cli.host import _ready
 from panels.cli.teams import running_pid
-from panels.host.drivers import claude_drivers
 from panels.host.errors import HostRunningError
-from panels.host.orphans import find_orphans, marker_env, read_marker, sweep_orphans
 from panels.host.process import (
     PidRecord,
     new_life_id,
@@ -27,6 +25,8 @@ from panels.host.process import (
     read_pid_record,
     take_pid_file,
 )
+from panels.host.turns.drivers import claude_drivers
+from panels.host.turns.orphans import find_orphans, marker_env, read_marker, sweep_orphans
 from panels.hostdb import append_events, connect, read_events
 from panels.hostdb.catalogue import HostReady, HostStarted
 from panels.procfs import pid_alive

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.hostdb.verbs import Input
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import Done, ErrorEvent, ToolCall, ToolResult, Usage
-from runtime.guard.settings import BudgetSettings, LimitsConfig, SentinelSettings
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.guard_settings import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import Done, ErrorEvent, ToolCall, ToolResult, Usage
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

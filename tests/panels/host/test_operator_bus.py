@@ -19,17 +19,17 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.inboxes import bus_counts
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.delivery.inboxes import bus_counts
 from panels.host.solo import solo_team
-from panels.host.wakeup import BusWatch, Wakeup
+from panels.host.turns.wakeup import BusWatch, Wakeup
 from panels.hostdb.verbs import Input
 from panels.team import TeamSpec
 from peerbus import open_bus
-from runtime.driver import ToolCall
-from runtime.home import InstancePaths
-from runtime.rows import Consumed, NewRow
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import ToolCall
+from runtime.window.rows import Consumed, NewRow
 from tests.panels.host.conftest import make_team, panels, reply
 from tests.panels.host.test_solo import FOREIGN_DDL, make_instance
 

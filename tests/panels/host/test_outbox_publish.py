@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from panels.host.outbox import publish
+from panels.host.delivery.outbox import publish
 from panels.hostdb.catalogue import AckSent, MessageSent, SendFailed, Warned
 from peerbus import (
     BusBackend,
@@ -22,8 +22,8 @@ from peerbus import (
     open_bus,
 )
 from peerbus.errors import BusBusyError, PayloadTooLargeError
-from runtime.rows import Consumed, NewRow, OutboxDraft, OutboxEntry
 from runtime.store.async_store import AsyncTurnStore, open_turn_store
+from runtime.window.rows import Consumed, NewRow, OutboxDraft, OutboxEntry
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +73,7 @@ class FlakyBus:
 
 @dataclass
 class Published:
-    """The team's loop watch as `publish` tells it (loopwatch.py's `published`)."""
+    """The team's loop watch as `publish` tells it (loops/watch.py's `published`)."""
 
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 

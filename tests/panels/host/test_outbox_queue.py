@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from panels.errors import PanelsError
-from panels.host.dispatch import Dispatcher
-from panels.host.followup import MAX_ROUNDS, UNSENT_META, Owed, Unsent, encode
-from panels.host.outbox import NotQueuedError, TurnOutbox
-from panels.host.sendlimit import SendLimiter, SendRefused
+from panels.host.control.dispatch import Dispatcher
+from panels.host.delivery.followup import MAX_ROUNDS, UNSENT_META, Owed, Unsent, encode
+from panels.host.delivery.outbox import NotQueuedError, TurnOutbox
+from panels.host.delivery.sendlimit import SendLimiter, SendRefused
+from panels.host.delivery.tickets import Tickets
 from panels.host.services import TurnContext
-from panels.host.tickets import Tickets
 from panels.hostdb import verbs
 from panels.hostdb.catalogue import MessageQueued, Warned
 from panels.team import SendLimits
@@ -29,7 +29,7 @@ from peerbus.errors import (
     PayloadNotObjectError,
     PayloadTooLargeError,
 )
-from runtime.turn_sends import TurnSends
+from runtime.turn.sends import TurnSends
 
 ROW = 7  # the input row of the turn in flight: labels are "7.<position>"
 
@@ -43,7 +43,7 @@ class Log:
 
 
 class Session:
-    """What a turn's outbox asks of a Session (runtime/session.py): its turn's sends, the
+    """What a turn's outbox asks of a Session (runtime/turn/session.py): its turn's sends, the
     real TurnSends, opened for row ROW unless the turn is being stored."""
 
     def __init__(self, *, open_: bool = True) -> None:

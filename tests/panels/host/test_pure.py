@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from panels.host.coalesce import Coalescer
-from panels.host.delivery import PEER_ONLY_INSTRUCTION, claim_limits, compose_turn
-from panels.host.restart import Failure, GiveUp, Restart, RestartPolicy, decide
-from panels.host.states import PanelState, next_state
+from panels.host.control.coalesce import Coalescer
+from panels.host.delivery.feed import PEER_ONLY_INSTRUCTION, claim_limits, compose_turn
+from panels.host.turns.restart import Failure, GiveUp, Restart, RestartPolicy, decide
+from panels.host.turns.states import PanelState, next_state
 from panels.hostdb.catalogue import Said, ToolCalled
 from panels.team import BatchSettings
 from panels.watchdog import (
@@ -164,7 +164,7 @@ def _m(ident: int, attempt: int = 1) -> Message:
 
 
 def test_poison_is_judged_alone_and_a_panel_fault_never_counts() -> None:
-    from panels.host.poison import FailureBook, Verdict, judge
+    from panels.host.delivery.poison import FailureBook, Verdict, judge
     from runtime.errors import DriverError, ServiceBusyError
 
     book = FailureBook()
@@ -181,7 +181,7 @@ def test_poison_is_judged_alone_and_a_panel_fault_never_counts() -> None:
 
 
 def test_the_send_limiter_refuses_forwards_copies_and_bursts() -> None:
-    from panels.host.sendlimit import SendLimiter, SendLimits, SendRefused
+    from panels.host.delivery.sendlimit import SendLimiter, SendLimits, SendRefused
 
     now = [0.0]
     limiter = SendLimiter(SendLimits(per_turn=3, per_window=4, window=10), clock=lambda: now[0])
@@ -205,7 +205,7 @@ def test_the_send_limiter_refuses_forwards_copies_and_bursts() -> None:
 
 def test_a_bus_file_gone_or_read_only_is_not_retried() -> None:
     """Restarting cannot bring a deleted or read-only bus file back: the panel stops once."""
-    from panels.host.supervisor import is_permanent
+    from panels.host.turns.supervisor import is_permanent
     from peerbus import BusGoneError
 
     gone = BusGoneError(path="/team/returns.sqlite", gone=True)

@@ -13,7 +13,7 @@ import claude_agent_sdk
 import pytest
 
 from panels.host import Host
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.team import TeamSpec, parse_team
 from tests.panels.host.conftest import FAST, Events
 

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from panels.hostdb.verbs import Input, Rewind
-from runtime.driver import DriverEvent, TurnRequest
 from runtime.errors import CheckpointError
 from runtime.store import TurnStore
+from runtime.turn.driver import DriverEvent, TurnRequest
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
@@ -162,8 +162,8 @@ async def test_the_cli_reaches_a_running_host_through_the_control_table(
 def test_the_checkpointer_says_each_left_out_file_once_and_stops_walking_a_huge_area(
     tmp_path: Path,
 ) -> None:
-    from panels.host.checkpointer import make_checkpointer, may_write
-    from runtime.config import InstanceConfig, ToolPolicy
+    from panels.host.turns.checkpointer import make_checkpointer, may_write
+    from runtime.instance.config import InstanceConfig, ToolPolicy
 
     team = make_team(tmp_path, panels("a"), extra="[team.checkpoints]\nmax_file_mb = 0.001\n")
     keeper = make_checkpointer(team, team.panels[0], tmp_path / "mnemara-home")

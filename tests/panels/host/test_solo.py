@@ -13,10 +13,10 @@ import pytest
 from panels.host.solo import solo_team
 from panels.repl.face import run_face
 from panels.repl.terminal import Terminal
-from runtime.config import InstanceConfig, save_config
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import reply
 from tests.panels.repl.screen import Screen, drive_repl, feeder
 
@@ -109,7 +109,7 @@ async def test_a_second_run_of_an_instance_refuses_and_names_the_first(
     anyio_backend: str, tmp_path: Path, mnemara_home: Path
 ) -> None:
     from panels.host import Host
-    from runtime.lease import InstanceLeasedError
+    from runtime.instance.lease import InstanceLeasedError
 
     make_instance(mnemara_home, "me")
     first = Host(solo_team("me"), drivers=lambda spec: ScriptedDriver([]),

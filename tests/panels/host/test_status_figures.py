@@ -13,7 +13,7 @@ import pytest
 from panels.host import RestartPolicy
 from panels.hostdb import connect, get_meta, read_panels
 from panels.hostdb.verbs import Input, Pause, Retry
-from runtime.driver import ErrorEvent
+from runtime.turn.driver import ErrorEvent
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
-from panels.host.loop_rules import LoopSettings
+from panels.host.delivery.feed import OPERATOR, operator_route
+from panels.host.loops.rules import LoopSettings
 from panels.hostdb.verbs import Resume
-from runtime.driver import (
+from runtime.turn.driver import (
     DriverEvent,
     ToolCall,
     ToolCallRequest,
@@ -22,7 +22,7 @@ from runtime.driver import (
     TurnRequest,
     deny_text,
 )
-from runtime.scripted import ScriptedDriver
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio

@@ -16,8 +16,8 @@ from panels.host.thread import HostThread, StopFn, serve_host
 from panels.hostdb import connect, read_panels, submit_command
 from panels.hostdb.verbs import Shutdown
 from panels.team import TeamSpec
-from runtime.lease import InstanceLeasedError
-from runtime.scripted import ScriptedDriver
+from runtime.instance.lease import InstanceLeasedError
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import FAST, make_team, panels
 
 WAIT = 30.0  # seconds a host may take to stop once asked

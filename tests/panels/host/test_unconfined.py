@@ -15,7 +15,7 @@ from panels.hostdb import PanelRow, connect, get_meta, read_panels
 from panels.hostdb.status import TOOLS_SANDBOXED, TOOLS_UNCONFINED
 from panels.unconfined import PLAIN, UNCONFINED, badge, told, tools_state, warning
 from runtime.sandbox import probe
-from runtime.scripted import ScriptedDriver
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import FAST, make_team, panels
 
 MISSING = f"{UNCONFINED} (with your full rights): bubblewrap (bwrap) is not installed; install it"

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from panels.host.wakeup import BusWatch, Wakeup
+from panels.host.turns.wakeup import BusWatch, Wakeup
 from peerbus import open_bus
 from tests.peerbus.conftest import in_another_process
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
+from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.hostdb.verbs import Nudge
-from runtime.driver import Done, ToolCall, ToolResult, Usage
+from runtime.turn.driver import Done, ToolCall, ToolResult, Usage
 from tests.panels.host.conftest import make_team, panels, reply
 
 pytestmark = pytest.mark.anyio
@@ -102,9 +102,9 @@ async def test_the_team_budget_stops_every_panel(
 async def test_an_instance_halted_by_its_own_limits_stays_halted_without_restarts(
     anyio_backend: str, tmp_path: Path, start_host: Any
 ) -> None:
-    from runtime.config import InstanceConfig, save_config
-    from runtime.guard.settings import BudgetSettings, LimitsConfig
-    from runtime.home import InstancePaths
+    from runtime.instance.config import InstanceConfig, save_config
+    from runtime.instance.guard_settings import BudgetSettings, LimitsConfig
+    from runtime.instance.home import InstancePaths
     from runtime.store import TurnStore
 
     team = make_team(tmp_path, panels("a"))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from panels.host.account import line, verbose_line
+from panels.host.control.account import line, verbose_line
 from panels.hostdb import HostEvent, UnknownEvent, VerbError, decode, parse_verb
 from panels.hostdb import catalogue as ev
 from panels.hostdb.verbs import verbs

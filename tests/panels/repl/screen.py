@@ -12,7 +12,7 @@ import anyio
 from panels.host.solo import solo_team
 from panels.repl.face import run_face
 from panels.repl.terminal import Terminal
-from runtime.driver import AgentDriver
+from runtime.turn.driver import AgentDriver
 
 
 class Screen(io.StringIO):

@@ -16,12 +16,20 @@ import pytest
 from panels.repl.approve import parse_answer, question_text
 from panels.repl.terminal import safe
 from panels.slash import SlashError, parse, parse_token_count, resolve_model
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import Done, DriverEvent, ErrorEvent, TextDelta, ToolCall, TurnRequest, Usage
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.policy.asking import Answer
-from runtime.scripted import ScriptedDriver
 from runtime.store import TurnStore
+from runtime.turn.driver import (
+    Done,
+    DriverEvent,
+    ErrorEvent,
+    TextDelta,
+    ToolCall,
+    TurnRequest,
+    Usage,
+)
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.repl.screen import drive_repl
 
 
@@ -173,7 +181,7 @@ async def test_skeleton_and_compress_reads(instance: InstancePaths, tmp_path: Pa
 async def test_a_failed_turn_is_shown_once_and_its_input_is_not_delivered_again(
     instance: InstancePaths, tmp_path: Path
 ) -> None:
-    from panels.host.delivery import operator_route
+    from panels.host.delivery.feed import operator_route
     from panels.host.solo import solo_team
     from peerbus import open_bus
 
@@ -246,7 +254,7 @@ async def test_solo_mode_honours_the_instance_sentinel_settings(
 ) -> None:
     """The defect: in solo mode a default host sentinel overrode the instance's switch,
     thresholds and shadow mode. Shadow mode here: the loop is recorded, nothing is stopped."""
-    from runtime.guard.settings import LimitsConfig, SentinelSettings
+    from runtime.instance.guard_settings import LimitsConfig, SentinelSettings
 
     config = InstanceConfig.model_validate_json(instance.config.read_text())
     limits = LimitsConfig(sentinel=SentinelSettings(shadow=True))

@@ -10,11 +10,11 @@ import pytest
 from panels.hostdb import verbs
 from panels.slash import SlashError
 from panels.ui.slash import Send, Shown, action_for
-from runtime.config import InstanceConfig, save_config
-from runtime.driver import DriverEvent, TextDelta, TurnRequest, Usage
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
+from runtime.instance.config import InstanceConfig, save_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import DriverEvent, TextDelta, TurnRequest, Usage
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.repl.screen import drive_repl
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from panels.team import PanelSpec, TeamFileError, TeamSpec, merge_limits, parse_team
-from runtime.guard.settings import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.instance.guard_settings import BudgetSettings, LimitsConfig, SentinelSettings
 
 HEAD = '[team]\nname = "t"\n[[panels]]\nname = "lead"\n[[panels]]\nname = "eng"\n'
 

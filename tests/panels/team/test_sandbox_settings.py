@@ -70,7 +70,7 @@ def test_a_required_sandbox_stops_the_host_where_bubblewrap_is_missing(
 def test_every_panel_s_role_doc_and_the_rehearsal_script_are_read_only_inside(
     tmp_path: Path,
 ) -> None:
-    from panels.host.confine import guarded_settings
+    from panels.host.turns.confine import guarded_settings
 
     for name in ("eng.md", "qa.md", "script.toml"):
         (tmp_path / name).write_text("", encoding="utf-8")

@@ -28,7 +28,7 @@ from panels.hostdb.verbs import Input
 from panels.team import TeamSpec
 from panels.ui.app import DashboardApp
 from panels.ui.pane import PanelPane
-from runtime.scripted import ScriptedDriver
+from runtime.turn.scripted import ScriptedDriver
 from tests.panels.host.conftest import FAST, make_team, panels
 
 ASK_BASH = '[[panels.policy]]\ntool = "Bash"\nmode = "ask"\n'

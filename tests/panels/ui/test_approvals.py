@@ -11,7 +11,7 @@ from panels.hostdb import connect, submit_command
 from panels.hostdb.verbs import AnswerRequest, Input
 from panels.ui.app import DashboardApp, make_app
 from panels.ui.modals import ApprovalScreen
-from runtime.driver import Done, ToolCall, ToolResult, Usage
+from runtime.turn.driver import Done, ToolCall, ToolResult, Usage
 from tests.panels.ui.conftest import ASK_BASH, transcript, until
 
 pytestmark = pytest.mark.anyio

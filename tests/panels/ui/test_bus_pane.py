@@ -12,12 +12,12 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from panels.host import RestartPolicy
-from panels.host.poison import POISON_ATTEMPTS
+from panels.host.delivery.poison import POISON_ATTEMPTS
 from panels.hostdb import connect, submit_command
 from panels.hostdb.verbs import Input
 from panels.ui.app import DashboardApp, make_app
 from panels.ui.buspane import BusPane
-from runtime.driver import ErrorEvent, ToolCall
+from runtime.turn.driver import ErrorEvent, ToolCall
 from tests.panels.host.conftest import make_team, panels, reply
 from tests.panels.ui.conftest import START, LiveHost, commands, transcript, until
 

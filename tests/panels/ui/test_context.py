@@ -16,8 +16,8 @@ from panels.hostdb import PanelRow, connect, set_meta
 from panels.ui.app import DashboardApp, make_app
 from panels.ui.context import ContextScreen, SlotForm
 from panels.ui.storeview import WindowState, budget
-from runtime.config import InstanceConfig
-from runtime.rows import Row, Slot
+from runtime.instance.config import InstanceConfig
+from runtime.window.rows import Row, Slot
 from tests.panels.host.conftest import reply
 from tests.panels.ui.conftest import commands, say, until, write_host_db
 

@@ -11,7 +11,7 @@ from panels.hostdb import connect, read_panels, submit_command
 from panels.hostdb.verbs import Input
 from panels.ui.app import make_app
 from panels.ui.composer import Composer
-from runtime.driver import TurnRequest
+from runtime.turn.driver import TurnRequest
 from tests.panels.host.conftest import reply
 from tests.panels.ui.conftest import transcript, until
 

@@ -27,9 +27,9 @@ from panels.ui.app import DashboardApp, make_app
 from panels.ui.buspane import BusPane
 from panels.ui.context import ContextScreen
 from peerbus import open_bus
-from runtime.config import InstanceConfig, save_config
-from runtime.rows import NewRow, Role
+from runtime.instance.config import InstanceConfig, save_config
 from runtime.store import TurnStore
+from runtime.window.rows import NewRow, Role
 from tests.panels.ui.conftest import write_host_db
 
 Compare = Callable[..., bool]

@@ -9,7 +9,7 @@ import pytest
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
 from runtime.claude.approval import ApprovalGate
-from runtime.driver import DEFAULT_DENY_MESSAGE, Decision, ToolCallRequest
+from runtime.turn.driver import DEFAULT_DENY_MESSAGE, Decision, ToolCallRequest
 
 pytestmark = pytest.mark.anyio
 

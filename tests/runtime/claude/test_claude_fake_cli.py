@@ -27,7 +27,8 @@ from fake_cli import (
 
 from runtime.claude import ClaudeDriver
 from runtime.claude.events import usage_from, usage_remainder
-from runtime.driver import (
+from runtime.errors import CREDENTIALS_HELP
+from runtime.turn.driver import (
     Cost,
     Decision,
     Done,
@@ -42,9 +43,8 @@ from runtime.driver import (
     TurnRequest,
     Usage,
 )
-from runtime.errors import CREDENTIALS_HELP
-from runtime.pricing import request_cost_usd
-from runtime.recorder import add_usage
+from runtime.turn.pricing import request_cost_usd
+from runtime.turn.recorder import add_usage
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ import anyio.abc
 import pytest
 
 from runtime.claude import ClaudeDriver
-from runtime.driver import DriverEvent, ErrorEvent
 from runtime.errors import CREDENTIALS_HELP
+from runtime.turn.driver import DriverEvent, ErrorEvent
 
 pytestmark = pytest.mark.anyio
 

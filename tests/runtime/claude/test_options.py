@@ -11,7 +11,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from runtime.claude import ClaudeDriver, build_env, build_options
 from runtime.claude.approval import ApprovalGate
 from runtime.claude.tools import build_mcp_servers
-from runtime.driver import ErrorEvent, McpServerSpec, ToolOutput, ToolSpec
+from runtime.turn.driver import ErrorEvent, McpServerSpec, ToolOutput, ToolSpec
 
 
 async def _noop(args: dict[str, Any]) -> ToolOutput:

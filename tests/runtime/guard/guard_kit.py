@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtime.driver import Decision, ToolCallRequest
+from runtime.turn.driver import Decision, ToolCallRequest
 
 
 class RecordingPolicy:

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.driver import Cost, Usage
 from runtime.guard.budget import BudgetTracker
-from runtime.guard.settings import BudgetSettings
+from runtime.instance.guard_settings import BudgetSettings
+from runtime.turn.driver import Cost, Usage
 
 NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

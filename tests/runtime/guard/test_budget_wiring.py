@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from guard_kit import RecordingPolicy, run
 
-from runtime.driver import Cost, Done, TextDelta, ToolCall, ToolResult, Usage
 from runtime.errors import PanelHaltedError
 from runtime.guard.halts import Halted
-from runtime.guard.settings import BudgetSettings
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.guard_settings import BudgetSettings
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import Cost, Done, TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

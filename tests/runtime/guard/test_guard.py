@@ -9,11 +9,11 @@ import anyio
 import pytest
 from guard_kit import RecordingPolicy
 
-from runtime.driver import Cost, ToolCallRequest, ToolResult
 from runtime.guard.guard import Guard, GuardSettings, Refusal, TurnTally
 from runtime.guard.records import HaltRecord
-from runtime.guard.settings import BudgetSettings, LimitsConfig, SentinelSettings
 from runtime.guard.world import git_state
+from runtime.instance.guard_settings import BudgetSettings, LimitsConfig, SentinelSettings
+from runtime.turn.driver import Cost, ToolCallRequest, ToolResult
 
 pytestmark = pytest.mark.anyio
 

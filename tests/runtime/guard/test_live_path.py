@@ -23,13 +23,13 @@ import pytest
 from guard_kit import RecordingPolicy, no_git
 
 from runtime.claude import ClaudeDriver
-from runtime.config import InstanceConfig, McpServer, save_config
-from runtime.driver import TextDelta, ToolResult
 from runtime.guard.halts import Halted
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, McpServer, save_config
+from runtime.instance.home import InstancePaths
 from runtime.rehearsal import RehearsalServer, open_rehearsal_server, parse_script
-from runtime.session_events import TurnCommitted
 from runtime.store import TurnStore
+from runtime.turn.driver import TextDelta, ToolResult
+from runtime.turn.events import TurnCommitted
 
 CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 pytestmark = [
@@ -94,7 +94,7 @@ content = [ {{ tool_use = "Bash", input = {{ command = "{TICK}" }} }} ]
 async def test_the_sentinel_stops_a_polling_loop_inside_the_cli(
     live: Any, anyio_backend: str
 ) -> None:
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
 
     policy = RecordingPolicy()
     async with (
@@ -154,7 +154,7 @@ text = "Echoed."
 async def test_stdio_servers_run_and_failures_are_logged(
     live: Any, anyio_backend: str, tmp_path: Path
 ) -> None:
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
 
     server_file = tmp_path / "echo_server.py"
     server_file.write_text(ECHO_SERVER, encoding="utf-8")
@@ -203,7 +203,7 @@ text = "Done."
 async def test_bash_timeout_seconds_is_honoured_by_the_bash_tool(
     live: Any, anyio_backend: str
 ) -> None:
-    from runtime.session_open import open_session
+    from runtime.turn.open import open_session
 
     async with (
         live(SLEEPY, InstanceConfig(bash_timeout_seconds=2)) as rig,

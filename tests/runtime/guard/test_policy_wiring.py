@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from guard_kit import run
 
-from runtime.config import McpServer, ToolPolicy, default_tool_policies
-from runtime.driver import Done, ToolCall, ToolResult
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.config import McpServer, ToolPolicy, default_tool_policies
+from runtime.instance.home import InstancePaths
+from runtime.turn.driver import Done, ToolCall, ToolResult
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

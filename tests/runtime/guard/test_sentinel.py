@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.calls import call_key, effect_of, normalise_output, outcome_digest
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState, canonical_arguments
-from runtime.guard.settings import DEFAULT_BOOKKEEPING_TOOLS, SentinelSettings
+from runtime.instance.guard_settings import DEFAULT_BOOKKEEPING_TOOLS, SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 NOON = datetime(2026, 1, 1, 12, tzinfo=UTC)
 _ids = count()

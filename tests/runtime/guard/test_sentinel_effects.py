@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.bookkeeping import content_digest, is_bookkeeping
 from runtime.guard.calls import effect_of, error_signature, observation, wait_seconds
 from runtime.guard.identity import call_identity
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState
-from runtime.guard.settings import DEFAULT_BOOKKEEPING_FILES, SentinelSettings
+from runtime.instance.guard_settings import DEFAULT_BOOKKEEPING_FILES, SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 ROOT = "/w"
 _ids = count()

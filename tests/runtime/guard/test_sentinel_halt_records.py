@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.records import HaltRecord
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 ROOT = "/w"
 _ids = count()

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 ROOT = "/w"
 _ids = count()

@@ -9,9 +9,9 @@ from itertools import count
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 ROOT = "/w"
 NOON = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.calls import call_key
 from runtime.guard.sentinel import Sentinel, SentinelVerdict, WorldState
-from runtime.guard.settings import SentinelSettings
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 ROOT = "/w"
 _ids = count()

@@ -18,7 +18,11 @@ import anyio.to_thread
 import pytest
 from guard_kit import RecordingPolicy, no_git, run
 
-from runtime.driver import (
+from runtime.errors import PanelHaltedError
+from runtime.guard.halts import Halted
+from runtime.instance.home import InstancePaths
+from runtime.store import TurnStore
+from runtime.turn.driver import (
     Decision,
     Done,
     DriverEvent,
@@ -30,12 +34,8 @@ from runtime.driver import (
     ToolSpec,
     Usage,
 )
-from runtime.errors import PanelHaltedError
-from runtime.guard.halts import Halted
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
-from runtime.store import TurnStore
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 
@@ -370,8 +370,8 @@ async def test_a_changing_git_tree_is_progress(
 
 
 def test_halt_meta_is_shown_by_mnemara_show(instance: InstancePaths) -> None:
-    from runtime.config import load_config
-    from runtime.inspect import describe_window
+    from runtime.instance.config import load_config
+    from runtime.window.inspect import describe_window
 
     halt = {"source": "sentinel", "rule": "repeat", "message": "Bash called 3 times", "turn": 4,
             "at": "2026-01-01T00:00:00+00:00"}  # fmt: skip

@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard import gitstatus
 from runtime.guard.gitstatus import git_snapshot, git_state, parse_status
 from runtime.guard.world import FileHasher, WorkingTree, touched_paths
+from runtime.turn.driver import ToolCallRequest
 
 pytestmark = pytest.mark.anyio
 

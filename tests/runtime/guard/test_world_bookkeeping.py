@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from runtime.guard.gitstatus import git_state
-from runtime.guard.settings import DEFAULT_BOOKKEEPING_FILES
 from runtime.guard.world import WorkingTree
+from runtime.instance.guard_settings import DEFAULT_BOOKKEEPING_FILES
 
 pytestmark = pytest.mark.anyio
 

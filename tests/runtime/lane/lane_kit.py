@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.lane import LaneVerdict, lane_verdict
-from runtime.lane import Lane, split_front_matter
+from runtime.instance.lane import Lane, split_front_matter
+from runtime.turn.driver import ToolCallRequest
 
 
 def lane_of(text: str, source: str = "role.md") -> Lane:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import LaneError, RoleDocError
-from runtime.lane import MAX_FRONT_MATTER_BYTES, Lane, split_front_matter
-from runtime.roledoc import read_role_doc
+from runtime.instance.lane import MAX_FRONT_MATTER_BYTES, Lane, split_front_matter
+from runtime.instance.roledoc import read_role_doc
 
 
 def doc(tmp_path: Path, text: str) -> tuple[str, str]:

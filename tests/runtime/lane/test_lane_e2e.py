@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
-from runtime.driver import ToolResult
 from runtime.errors import PanelHaltedError
-from runtime.session_events import TurnCommitted
+from runtime.instance.config import InstanceConfig, ToolPolicy
+from runtime.turn.driver import ToolResult
+from runtime.turn.events import TurnCommitted
 from tests.e2e.conftest import BUNDLED_CLI, ROLE_DOC, Rehearse, rehearse
 
 pytestmark = [

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from panels.host.delivery import OPERATOR, operator_route
-from runtime.driver import ToolCall
+from panels.host.delivery.feed import OPERATOR, operator_route
+from runtime.turn.driver import ToolCall
 from tests.panels.host.conftest import make_team, panels, reply, start_host
 
 pytestmark = pytest.mark.anyio

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.lane import (
     DEFAULT_READABLE,
     lane_read_refusal,
     lane_verdict,
     tool_listed,
 )
+from runtime.turn.driver import ToolCallRequest
 from tests.runtime.lane.lane_kit import call, lane_of, refusal, verdict
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.lane import LaneVerdict, bash_writes, lane_verdict
-from runtime.lane import Lane
+from runtime.instance.lane import Lane
 from runtime.policy.limits import MAX_COMMAND_LENGTH
 from runtime.policy.shell import Script, parse_command
+from runtime.turn.driver import ToolCallRequest
 from tests.runtime.lane.lane_kit import lane_of, refusal
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.driver import Done, DriverEvent, TextDelta, Usage
-from runtime.home import InstancePaths
-from runtime.lane import read_lane
-from runtime.scripted import ScriptedDriver
-from runtime.session_events import RoleWarning
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
+from runtime.instance.lane import read_lane
+from runtime.turn.driver import Done, DriverEvent, TextDelta, Usage
+from runtime.turn.events import RoleWarning
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

@@ -1,11 +1,11 @@
-"""Who a panel's call sends to, as the host tells the guard (panels/host/recipients.py)."""
+"""Who a panel's call sends to, as the host tells the guard (panels/host/delivery/recipients.py)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from panels.host.recipients import recipients_of
-from runtime.driver import ToolCallRequest
+from panels.host.delivery.recipients import recipients_of
+from runtime.turn.driver import ToolCallRequest
 
 
 def call(tool: str, **args: object) -> ToolCallRequest:

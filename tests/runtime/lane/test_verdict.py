@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from runtime.driver import Decision, ToolCallRequest
 from runtime.guard.guard import Guard, GuardSettings
 from runtime.guard.lane import lane_verdict
 from runtime.policy.approver import HeadlessAsker, PolicyApprover
@@ -20,6 +19,7 @@ from runtime.policy.context import PolicyContext
 from runtime.policy.patterns import compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState
 from runtime.policy.rules import RuleSet
+from runtime.turn.driver import Decision, ToolCallRequest
 from tests.runtime.lane.lane_kit import call, lane_of, refusal, verdict
 
 

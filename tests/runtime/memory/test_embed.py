@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from runtime.config import InstanceConfig
 from runtime.errors import EngineUnavailableError
+from runtime.instance.config import InstanceConfig
 from runtime.memory.embed import (
     MODEL_FILE,
     REINSTALL,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from runtime.config import InstanceConfig, load_config
 from runtime.errors import ConfigError, MemoryStoreError
+from runtime.instance.config import InstanceConfig, load_config
 from runtime.memory.fake import FakeGraph, FakeIndex, FakeNotes, FakeWiki
 from runtime.memory.fulltext import (
     Candidate,

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 FIGURES = {
-    "import cost of runtime.session": "target 0 ms",
+    "import cost of runtime.turn.session": "target 0 ms",
     "import cost of runtime.memory": "target 0 ms",
     "embedder load": "",
     "indexing 40 atoms": "atoms/s",

@@ -18,8 +18,8 @@ from types import ModuleType
 
 import pytest
 
-from runtime.config import InstanceConfig
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig
+from runtime.instance.home import InstancePaths
 from runtime.memory.embed import MiniLMEmbedder
 from runtime.memory.facts import differences
 from runtime.memory.notes import FileNotes

@@ -19,8 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from panels.cli.main import app
-from runtime.config import BUILTIN_EMBED_MODEL, ORIGINAL_EMBED_MODEL, ORIGINAL_EMBED_URL
-from runtime.home import InstancePaths
+from runtime.instance.config import BUILTIN_EMBED_MODEL, ORIGINAL_EMBED_MODEL, ORIGINAL_EMBED_URL
+from runtime.instance.home import InstancePaths
 from runtime.memory.migrate import migrate_memory
 from runtime.memory.notes import FileNotes
 
@@ -246,7 +246,7 @@ def test_with_graph_engine_kuzu_the_original_graph_opens_in_place(mnemara_home: 
     write_kuzu_graph(paths)
     script = textwrap.dedent(
         """
-        from runtime.home import InstancePaths
+        from runtime.instance.home import InstancePaths
         from runtime.memory.migrate import migrate_memory
         print(migrate_memory(InstancePaths.for_name("old")))
         """

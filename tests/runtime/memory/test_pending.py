@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig
 from runtime.errors import EngineUnavailableError, MemoryStoreError, WikiSlugError
+from runtime.instance.config import InstanceConfig
 from runtime.memory.fake import FakeGraph, FakeIndex
 from runtime.memory.memory import Memory
 from runtime.memory.notes import FileNotes

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from runtime.errors import ConfigError
+from runtime.instance.replay_record import last_replay
 from runtime.memory.embed import MiniLMEmbedder
 from runtime.memory.fake import FakeGraph
 from runtime.memory.linking import link_note
@@ -31,7 +32,6 @@ from runtime.memory.replay import (
 from runtime.memory.replay_policy import load_policy, policy_path
 from runtime.memory.replay_write import apply_replay
 from runtime.memory.wiki import FileWiki
-from runtime.replay_record import last_replay
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

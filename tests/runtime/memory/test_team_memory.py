@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig
+from runtime.instance.config import InstanceConfig
 from runtime.memory import Memory
 from runtime.memory.fake import FakeGraph, FakeIndex, FakeNotes, FakeWiki
 from runtime.memory.memory import open_shared_memory, sync_index

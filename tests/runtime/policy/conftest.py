@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, ToolPolicy
+from runtime.instance.home import InstancePaths
 from runtime.policy.context import PolicyContext
 from runtime.policy.policy import PolicyState
 

@@ -14,8 +14,7 @@ from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
 
 import runtime.policy.approver as approver_module
 from runtime.claude.approval import ApprovalGate
-from runtime.debuglog import DebugLog
-from runtime.driver import ToolCallRequest
+from runtime.instance.debuglog import DebugLog
 from runtime.policy.approver import (
     Answer,
     HeadlessAsker,
@@ -23,6 +22,7 @@ from runtime.policy.approver import (
     prompt_text,
 )
 from runtime.policy.policy import Verdict
+from runtime.turn.driver import ToolCallRequest
 from tests.runtime.policy.conftest import Machine
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy, default_tool_policies
+from runtime.instance.config import InstanceConfig, ToolPolicy, default_tool_policies
 from runtime.policy.context import Containment, PolicyContext
 from runtime.policy.policy import PolicyState, Verdict, decide
 from tests.runtime.policy.conftest import Machine, build_machine

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
 from runtime.errors import PolicyError
+from runtime.instance.config import InstanceConfig, ToolPolicy
 from runtime.policy.approver import prompt_text
 from runtime.policy.patterns import compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, decide, mcp_server_of

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
+from runtime.instance.config import InstanceConfig, ToolPolicy
 from runtime.policy.commands import program_of
 from runtime.policy.options import (
     ALIASES,

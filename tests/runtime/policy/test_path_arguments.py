@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
+from runtime.instance.config import InstanceConfig, ToolPolicy
 from runtime.policy.commands import program_of
 from runtime.policy.policy import PolicyState, decide
 from runtime.policy.shell import Script, parse_command

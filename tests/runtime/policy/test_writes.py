@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config import InstanceConfig, ToolPolicy
 from runtime.guard.policy import build_policy as build_approver
-from runtime.home import InstancePaths
+from runtime.instance.config import InstanceConfig, ToolPolicy
+from runtime.instance.home import InstancePaths
 from runtime.policy.context import PolicyContext, real
 from runtime.policy.policy import PolicyState, decide
 from runtime.policy.stores import DATABASE_SIBLINGS

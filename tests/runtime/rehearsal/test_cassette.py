@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from runtime.cassette.check import compare_replay
+from runtime.cassette.file import CassetteError, CassetteWriter, fold_stream, load_cassette
+from runtime.cassette.script import cassette_script, reply_of, script_toml
+from runtime.cassette.scrub import Scrubber, Tally, env_secrets
 from runtime.rehearsal import Reply, parse_script
-from runtime.rehearsal.cassette import CassetteError, CassetteWriter, fold_stream, load_cassette
-from runtime.rehearsal.cassette_check import compare_replay
-from runtime.rehearsal.cassette_script import cassette_script, reply_of, script_toml
 from runtime.rehearsal.replies import Faults, TextItem, ThinkingItem, ToolUseItem
-from runtime.rehearsal.scrub import Scrubber, Tally, env_secrets
 from runtime.rehearsal.sse import message_events
 
 # One planted secret per pattern, each unlike the others (the test looks for every one).
@@ -313,7 +313,7 @@ async def test_the_relay_passes_a_stream_on_as_it_arrives_and_records_it_scrubbe
     import anyio.abc
     import httpx
 
-    from runtime.rehearsal.relay import Credential, open_relay
+    from runtime.cassette.relay import Credential, open_relay
 
     first_seen = anyio.Event()
     heard: list[bytes] = []

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from runtime.prompt import build_prompt, render_transcript
 from runtime.rehearsal import (
     PanelScript,
     Reply,
@@ -22,7 +21,8 @@ from runtime.rehearsal import (
     parse_script,
 )
 from runtime.rehearsal.matching import RequestView, ScriptCursor, schema_instance
-from runtime.rows import Row
+from runtime.turn.prompt import build_prompt, render_transcript
+from runtime.window.rows import Row
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "rehearsal"
 

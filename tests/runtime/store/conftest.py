@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from runtime.rows import NewRow, Role
 from runtime.store import AsyncTurnStore, TurnStore, open_turn_store
+from runtime.window.rows import NewRow, Role
 
 MakeRow = Callable[..., NewRow]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.rows import NewRow
 from runtime.store import TurnStore, open_turn_store
 from runtime.store.export import export_jsonl
+from runtime.window.rows import NewRow
 
 pytestmark = pytest.mark.anyio
 

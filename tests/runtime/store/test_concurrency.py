@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import StoreError
-from runtime.rows import NewRow
 from runtime.store import RetryPolicy, TurnStore
+from runtime.window.rows import NewRow
 
 WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from runtime.debuglog import DebugLog
-    from runtime.rows import NewRow
+    from runtime.instance.debuglog import DebugLog
+    from runtime.window.rows import NewRow
     from runtime.store import RetryPolicy, TurnStore
 
     path, name, count, busy_ms = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -91,7 +91,7 @@ KILLED_BETWEEN_BEGIN_AND_COMMIT = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from runtime.rows import NewRow
+    from runtime.window.rows import NewRow
     from runtime.store import TurnStore
 
     store = TurnStore.open(Path(sys.argv[1]))
@@ -122,7 +122,7 @@ KILLED_INSIDE_A_TRANSACTION = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from runtime.rows import NewRow
+    from runtime.window.rows import NewRow
     from runtime.store import connection, row_sql
     from runtime.store.connection import DEFAULT_RETRY
 

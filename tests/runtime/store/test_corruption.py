@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import StoreCorruptError, StoreError
-from runtime.rows import NewRow
 from runtime.store import TurnStore
+from runtime.window.rows import NewRow
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from runtime.rows import Consumed, NewRow, OutboxDraft
 from runtime.store import LATEST_VERSION, TurnStore, row_sql
 from runtime.store.schema import MIGRATIONS
+from runtime.window.rows import Consumed, NewRow, OutboxDraft
 
 DAY = 24 * 3600.0
 

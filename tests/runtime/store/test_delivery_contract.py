@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runtime.errors import StoreError
-from runtime.rows import Consumed, NewRow, OutboxDraft
+from runtime.window.rows import Consumed, NewRow, OutboxDraft
 
 pytestmark = pytest.mark.anyio
 

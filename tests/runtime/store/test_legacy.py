@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from runtime.errors import StoreError
-from runtime.home import InstancePaths
-from runtime.rows import NewRow
+from runtime.instance.home import InstancePaths
 from runtime.store import LATEST_VERSION, TurnStore, migrate_instance
 from runtime.store.legacy import migrate_instance as migrate_from_legacy_module
+from runtime.window.rows import NewRow
 
 ORIGINAL_SCHEMA = """CREATE TABLE turns (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

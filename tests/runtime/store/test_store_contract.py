@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runtime.errors import StoreError
-from runtime.rows import NewRow
+from runtime.window.rows import NewRow
 
 pytestmark = pytest.mark.anyio
 

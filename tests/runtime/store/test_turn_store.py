@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import StoreError
-from runtime.rows import NewRow
 from runtime.store import LATEST_VERSION, TurnStore
+from runtime.window.rows import NewRow
 
 MakeRow = Callable[..., NewRow]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from runtime.errors import StoreError
-from runtime.rows import NewRow
 from runtime.store import TurnStore, row_sql
-from runtime.window import RowStat
+from runtime.window.plan import RowStat
+from runtime.window.rows import NewRow
 
 MakeRow = Callable[..., NewRow]
 FULL_SCAN = "SELECT id, rev FROM window_rows ORDER BY id"

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from tool_turns import results, run, tool_turn
 
-from runtime.home import InstancePaths
-from runtime.rows import Block, NewRow
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
 from runtime.tools.eviction import plan_drop_ids
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import Block, NewRow
 
 pytestmark = pytest.mark.anyio
 
@@ -171,7 +171,7 @@ async def test_typed_params_are_enforced(instance: InstancePaths, approver: Any)
 
 
 def test_plan_drop_ids_is_pure() -> None:
-    from runtime.rows import Row
+    from runtime.window.rows import Row
 
     rows = [Row(1, "t", "user", (), 1), Row(2, "t", "assistant", (), 1, pinned=True)]
     plan = plan_drop_ids(rows, [1, 3], in_flight=9)

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from runtime.config import McpServer
-from runtime.driver import Done, TextDelta
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.config import McpServer
+from runtime.instance.home import InstancePaths
 from runtime.tools.mcp_wire import WRAPPER, stdio_servers
+from runtime.turn.driver import Done, TextDelta
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 ECHO_SERVER = r"""
 import json, sys

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from tool_turns import results, run, tool_turn
 
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from tool_turns import results, run, tool_turn
 
-from runtime.home import InstancePaths
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
-from runtime.skeleton import skeleton_of
+from runtime.instance.home import InstancePaths
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.skeleton import skeleton_of
 
 SOURCE = '''"""A module that does things."""
 

@@ -8,12 +8,20 @@ from typing import Any
 
 import pytest
 
-from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, TurnRequest, Usage
-from runtime.home import InstancePaths
-from runtime.rows import Row
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.home import InstancePaths
 from runtime.tools.compress_reads import STUB_PREFIX, plan_compress_reads
+from runtime.turn.driver import (
+    Done,
+    DriverEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    TurnRequest,
+    Usage,
+)
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import Row
 
 pytestmark = pytest.mark.anyio
 

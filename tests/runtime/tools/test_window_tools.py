@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from tool_turns import results, run, tool_turn
 
-from runtime.config import load_config
-from runtime.driver import ToolSpec
-from runtime.home import InstancePaths
-from runtime.rows import NewRow
-from runtime.scripted import ScriptedDriver
-from runtime.session_open import open_session
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths
 from runtime.store import TurnStore
+from runtime.turn.driver import ToolSpec
+from runtime.turn.open import open_session
+from runtime.turn.scripted import ScriptedDriver
+from runtime.window.rows import NewRow
 
 pytestmark = pytest.mark.anyio
 

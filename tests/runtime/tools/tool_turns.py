@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
+from runtime.turn.driver import Done, DriverEvent, TextDelta, ToolCall, ToolResult, Usage
 
 
 def tool_turn(*calls: tuple[str, dict[str, Any]], text: str = "done") -> list[DriverEvent]:

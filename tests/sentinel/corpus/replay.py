@@ -56,12 +56,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runtime.driver import ToolCallRequest
 from runtime.guard.bookkeeping import content_digest, is_bookkeeping
 from runtime.guard.calls import call_key, wait_seconds
 from runtime.guard.sentinel import Sentinel, WorldState
-from runtime.guard.settings import SentinelSettings
 from runtime.guard.world import touched_paths
+from runtime.instance.guard_settings import SentinelSettings
+from runtime.turn.driver import ToolCallRequest
 
 CORPUS = Path(__file__).parent
 ROOT = "/corpus/repo"

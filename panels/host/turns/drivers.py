@@ -1,0 +1,48 @@
+"""Which model driver each panel gets: the Claude Code CLI, live or against the rehearsal model.
+
+With a rehearsal script in the team file, every panel's CLI is pointed at the host's own
+loopback rehearsal server (`/p/<panel>`), with a dummy key, an empty HOME of its own and
+the switches that keep it off the network, so a whole team runs offline. Every CLI, live or
+rehearsal, also carries the host's marker (orphans.py), so a later life can find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from panels.host.services import DriverFactory
+from panels.team import PanelSpec
+from runtime.rehearsal.env import rehearsal_env
+from runtime.turn.driver import AgentDriver
+
+if TYPE_CHECKING:
+    from runtime.sandbox import Sandbox
+
+
+def claude_drivers(
+    *,
+    rehearsal_url: str | None = None,
+    state_dir: Path | None = None,
+    marker: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+) -> DriverFactory:
+    """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model.
+
+    `marker` (orphans.marker_env) is added to every CLI's environment; with `sandbox`, every
+    turn's CLI runs inside it.
+    """
+    from runtime.claude import ClaudeDriver
+
+    mark = dict(marker or {})
+
+    def make(spec: PanelSpec) -> AgentDriver:
+        if rehearsal_url is None:
+            return ClaudeDriver(env=mark, sandbox=sandbox)
+        home = (state_dir or Path.cwd()) / "cli-home" / spec.name
+        url = f"{rehearsal_url}/p/{spec.name}"
+        env = {**rehearsal_env(url, home, retries=False), **mark}
+        return ClaudeDriver(env=env, sandbox=sandbox)
+
+    return make
