@@ -39,10 +39,11 @@ def check_team(data: dict[str, Any], *, text: str, base: Path) -> list[Finding]:
     ]
     return [
         *_duplicates(panels, text),
-        *_unknown_senders(panels, own_bus=team.get("bus") is None),
+        *_unknown_senders(panels, team, own_bus=team.get("bus") is None),
         *_missing_files(team, panels, base),
         *_missing_dirs(team, base),
         *_batches_over_sends(team, panels),
+        *_externals(team, panels),
     ]
 
 
@@ -80,12 +81,13 @@ def _used_by(text: str, index: int, key: str) -> str:
     return f"by the panel on line {line}" if line else f"by panels[{index}]"
 
 
-def _unknown_senders(panels: Panels, *, own_bus: bool) -> list[Finding]:
+def _unknown_senders(panels: Panels, team: dict[str, Any], *, own_bus: bool) -> list[Finding]:
     # A team on a foreign bus (`bus = ...`) may hear senders from outside the team.
     if not own_bus:
         return []
     names = list(dict.fromkeys(p["name"] for _, p in panels if isinstance(p.get("name"), str)))
-    known = set(names) | RESERVED_NAMES
+    external = team.get("external")
+    known = set(names) | RESERVED_NAMES | set(external if isinstance(external, dict) else ())
     found: list[Finding] = []
     for index, panel in panels:
         senders = panel.get("listens_to")
@@ -156,4 +158,26 @@ def _missing_dirs(team: dict[str, Any], base: Path) -> list[Finding]:
                 continue
             problem = f"'{path}' is not a directory" if path.exists() else f"no directory '{path}'"
             found.append((("team", key, at), f"{problem}; create it or fix the path"))
+    return found
+
+
+def _externals(team: dict[str, Any], panels: Panels) -> list[Finding]:
+    """`[team.external.<name>]`: the name is nobody else's (a panel's or the host's own), and
+    `writes_to` names panels of this team, or is "*" for all of them."""
+    external = team.get("external")
+    names = [p["name"] for _, p in panels if isinstance(p.get("name"), str)]
+    found: list[Finding] = []
+    for name, table in external.items() if isinstance(external, dict) else ():
+        if name in RESERVED_NAMES or name in names:
+            what = "the host's own" if name in RESERVED_NAMES else "a panel's name"
+            message = f"{name!r} is {what}; give the external agent a name of its own"
+            found.append((("team", "external", name), message))
+        targets = table.get("writes_to") if isinstance(table, dict) else None
+        for at, target in enumerate(targets if isinstance(targets, list) else ()):
+            if not isinstance(target, str) or target == "*" or target in names:
+                continue
+            message = (
+                f'{target!r} is not a panel of this team; use one of {", ".join(names)} or "*"'
+            )
+            found.append((("team", "external", name, "writes_to", at), message))
     return found

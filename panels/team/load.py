@@ -24,6 +24,7 @@ from panels.team.model import (
     BatchSettings,
     PanelModel,
     SendLimits,
+    TeamAlerts,
     TeamBudget,
     TeamLoops,
     TeamModel,
@@ -72,6 +73,15 @@ class PanelSpec:
 
 
 @dataclass(frozen=True)
+class ExternalSpec:
+    """An agent outside the team that may message it (`[team.external.<name>]`)."""
+
+    name: str
+    writes_to: tuple[str, ...]  # panel names
+    max_chars: int
+
+
+@dataclass(frozen=True)
 class TeamSpec:
     """A loaded team: what the host runs."""
 
@@ -101,6 +111,10 @@ class TeamSpec:
     loops: TeamLoops = field(default_factory=TeamLoops)  # `[team.loops]`: the keys given
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sends: SendLimits = field(default_factory=SendLimits)  # `[team.sends]`
+    # `[team.external]`: agents outside the team, by name, and the panels each may write to
+    # ("*" expanded to every panel).
+    external: Mapping[str, ExternalSpec] = field(default_factory=dict)
+    alerts: TeamAlerts = field(default_factory=TeamAlerts)  # `[team.alerts]`
 
     @property
     def bus_file(self) -> Path | None:
@@ -233,6 +247,19 @@ def build_spec(
         loops=team.loops,
         checkpoints=CheckpointSettings(**team.checkpoints.given()),
         sends=team.sends,
+        external={
+            name: ExternalSpec(
+                name=name,
+                writes_to=tuple(
+                    p.name
+                    for p in model.panels
+                    if p.name in agent.writes_to or "*" in agent.writes_to
+                ),
+                max_chars=agent.max_chars,
+            )
+            for name, agent in team.external.items()
+        },
+        alerts=team.alerts,
     )
 
 

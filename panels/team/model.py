@@ -145,6 +145,38 @@ class SendLimits(_Model):
         return self
 
 
+class ExternalAgent(_Model):
+    """One `[team.external.<name>]` table: an agent outside the team (an MCP client, through
+    `mnemara mcp --as <name>`) that may message the panels named in `writes_to` ("*": every
+    panel) and read its own inbox. It is a bus participant like a panel, never the operator:
+    it cannot write on an operator route or answer an approval."""
+
+    writes_to: list[str] = Field(min_length=1)  # panel names, checked against the file
+    # The largest message it may send, in characters (the bus's own payload cap still holds).
+    max_chars: int = Field(default=16_000, ge=1, le=1_000_000)
+
+
+class TeamAlerts(_Model):
+    """`[team.alerts]`: how the operator is called back when a panel waits for an approval,
+    halts or fails for good, or the team goes quiet with work done (panels/host alerts)."""
+
+    enabled: bool = True
+    bell: bool = True  # the dashboard rings the terminal bell
+    desktop: bool = True  # OSC 9/777 notifications in the dashboard; notify-send with a desktop
+    webhook: str | None = None  # an http(s) URL: a JSON POST per alert
+    # The team counts as quiet after this many seconds with no turn running and nothing pending.
+    quiet_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    # At most one alert of a kind for a panel in this many seconds (each event alerts once).
+    min_interval_seconds: float = Field(default=30.0, ge=0, le=86_400)
+
+    @field_validator("webhook")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/]+\S*", value):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+
 class BatchSettings(_Model):
     """How a panel's pending messages are taken: one batch per turn, within these limits.
     A turn takes at most `[team.sends] per_turn` messages, operator input included, whatever
@@ -216,6 +248,11 @@ class TeamSection(_Model):
     # Directories the panels may read, or write, beyond their working directory.
     readable: list[str] = Field(default_factory=list)
     writable: list[str] = Field(default_factory=list)
+    # Agents outside the team that may message it over MCP, by name (`mnemara mcp --as NAME`).
+    external: dict[Annotated[str, Field(pattern=NAME_PATTERN)], ExternalAgent] = Field(
+        default_factory=dict
+    )
+    alerts: TeamAlerts = Field(default_factory=TeamAlerts)
 
     @field_validator("bus")
     @classmethod
