@@ -373,6 +373,22 @@ class ApprovalAnswered(HostEvent):
     answer: str  # yes, no, session, always, or "timed out (denied)"
 
 
+@dataclass(frozen=True, kw_only=True)
+class AlertRaised(HostEvent):
+    """The operator is called back (panels/host/alerts/): a panel waits for an approval
+    ("approval"), was halted ("halted"), failed for good ("failed"), or the team went quiet
+    with work done ("quiet", `panel` None: the team's). `text` is one line saying what to do.
+    `cause` is the id of the event it answers (0 for "quiet"); `bell` and `desktop` are the
+    team's `[team.alerts]` settings, so a dashboard rings as the team file says."""
+
+    kind = "alert"
+    alert: str  # approval, halted, failed, quiet
+    text: str
+    cause: int = 0
+    bell: bool = True
+    desktop: bool = True
+
+
 # -- the operator's and the watchdog's verbs ------------------------------------------------------
 
 

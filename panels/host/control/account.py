@@ -100,6 +100,10 @@ def line(event: ev.HostEvent) -> str | None:
             )
         case ev.ApprovalAnswered():
             return f"{who} approval {event.request}: {clean(event.answer, 40)}"
+        case ev.AlertRaised():
+            return f"{clean(event.panel or 'team', 40)} ALERT {clean(event.alert, 20)}: " + clean(
+                event.text
+            )
         case ev.RedeliverySkipped() if not event.ids:  # a follow-up turn's, logged late
             return f"{who} turn of row(s) {ids(event.turns)} committed before its host stopped"
         case ev.RedeliverySkipped():
