@@ -29,6 +29,7 @@ from panels.team.model import (
     TeamLoops,
     TeamModel,
 )
+from panels.team.suggest import unknown_key
 from peerbus.location import parse_location, redact
 from runtime.checkpoint.model import CheckpointSettings
 from runtime.instance.config import ToolPolicy
@@ -115,6 +116,7 @@ class TeamSpec:
     # ("*" expanded to every panel).
     external: Mapping[str, ExternalSpec] = field(default_factory=dict)
     alerts: TeamAlerts = field(default_factory=TeamAlerts)  # `[team.alerts]`
+    warm_spares: int = 1  # `[team] warm_spares`; 1 for solo mode, which builds this in code
 
     @property
     def bus_file(self) -> Path | None:
@@ -192,7 +194,7 @@ def _schema_findings(exc: ValidationError) -> list[Finding]:
             message = re.sub(python, toml, message)
         shown = _shown(error.get("input"))
         if error["type"] == "extra_forbidden":
-            message += "; remove the key or fix its spelling"
+            message = unknown_key(TeamModel, tuple(error["loc"]))
         elif error["type"] not in _NO_INPUT and shown:
             message += f" (got {shown})"
         found.append((tuple(error["loc"]), message))
@@ -237,6 +239,7 @@ def build_spec(
         workdir=resolve_path(base, team.workdir) or base,
         rehearsal=resolve_path(base, team.rehearsal),
         max_concurrent_turns=team.max_concurrent_turns,
+        warm_spares=team.warm_spares,
         digest_interval=team.digest_interval_seconds,
         approval_timeout=team.approval_timeout_seconds,
         runaway_tool_calls=team.runaway_tool_calls,

@@ -44,7 +44,8 @@ def test_a_team_without_the_table_gets_the_defaults(tmp_path: Path) -> None:
         ("ping_pong_exchanges = 8", "ping_pong_exchanges = 1", "team.loops.ping_pong_exchanges",
          "greater than or equal to 2"),
         ("rate_window = 60.0", "rate_window = 0", "team.loops.rate_window", "greater than 0"),
-        ("rate_window = 60.0", "rate_windows = 60.0", "team.loops.rate_windows", "Extra inputs"),
+        ("rate_window = 60.0", "rate_windows = 60.0", "team.loops.rate_windows",
+         "unknown key 'rate_windows' in [team.loops]; did you mean 'rate_window'?"),
     ],
 )  # fmt: skip
 def test_a_bad_key_names_the_file_line_and_field(

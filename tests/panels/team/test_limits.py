@@ -33,10 +33,12 @@ def test_a_panel_keeps_only_the_keys_it_sets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("tables", "line", "field", "words"),
     [
-        ("[panels.sentinel]\nwindw = 3\n", 8, "panels[1].sentinel.windw", "Extra inputs"),
+        ("[panels.sentinel]\nwindw = 3\n", 8, "panels[1].sentinel.windw",
+         "unknown key 'windw' in [panels.sentinel]; did you mean 'window'?"),
         ("[panels.sentinel]\nwindow = 1\n", 8, "panels[1].sentinel.window", "greater than"),
         ("[panels.sentinel]\nshadow = 'yes please'\n", 8, "panels[1].sentinel.shadow", "true or"),
-        ("[panels.budget]\nmax_usd = 1\n", 8, "panels[1].budget.max_usd", "Extra inputs"),
+        ("[panels.budget]\nmax_usd = 1\n", 8, "panels[1].budget.max_usd",
+         "unknown key 'max_usd' in [panels.budget]; did you mean"),
         ("[panels.budget]\nmax_turn_usd = 'lots'\n", 8, "panels[1].budget.max_turn_usd", "number"),
         ("runtime_sentinel = 'sometimes'\n", 7, "panels[1].runtime_sentinel", "true or false"),
     ],

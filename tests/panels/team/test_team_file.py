@@ -101,7 +101,7 @@ def test_the_default_bus_lives_in_the_team_state_directory(tmp_path: Path) -> No
         (GOOD.replace("max_session_usd = 1.5", "max_session_usd = -1"), 26,
          "panels[1].budget.max_session_usd", "greater than 0"),
         (GOOD.replace('kind = "producer"', 'kind = "producer"\ncolour = "red"'), 17,
-         "panels[0].colour", "Extra inputs"),
+         "panels[0].colour", "unknown key 'colour' in [[panels]]; its keys are name, instance"),
         (GOOD.replace('name = "engineer"', 'name = "operator"'), 20, "panels[1].name", "reserved"),
         (GOOD.replace('name = "engineer"', 'name = "../x"'), 20, "panels[1].name", "pattern"),
         (GOOD.replace("max_concurrent_turns = 3", "max_concurrent_turns = 0"), 5,
