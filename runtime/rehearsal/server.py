@@ -40,6 +40,9 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 # Given the record of a request just answered, the usage to report instead of the computed
 # one (a cassette replays the recorded figures, which the CLI's context accounting reads).
 UsageHook = Callable[[RequestRecord], Mapping[str, Any] | None]
+# Told (stage, panel) when a request's head arrives ("arrived") and when its answer's last
+# byte is sent ("answered"); benchmarks time the path around the model with it.
+ExchangeHook = Callable[[str, str], None]
 CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
@@ -84,6 +87,7 @@ class RehearsalServer:
         self.usage_hook = usage_hook
         self._port = port  # asked for; 0 lets the system pick
         self._bound_port: int | None = None
+        self.on_exchange: ExchangeHook | None = None
         self.model = RehearsalModel(
             scripts,
             clock=clock,
@@ -157,6 +161,9 @@ class RehearsalServer:
         event = await next_event(conn, stream)
         if not isinstance(event, h11.Request):
             return False
+        panel = _panel_of(event.target.decode())
+        if self.on_exchange is not None:
+            self.on_exchange("arrived", panel)
         body = bytearray()
         while not isinstance(part := await next_event(conn, stream), h11.EndOfMessage):
             if not isinstance(part, h11.Data):
@@ -175,6 +182,8 @@ class RehearsalServer:
         method = event.method.decode()
         answer = self._route(method, event.target.decode(), bytes(body))
         finished = await self._send(conn, stream, answer, head=method == "HEAD")
+        if self.on_exchange is not None:
+            self.on_exchange("answered", panel)
         return finished and conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
     def _route(self, method: str, target: str, body: bytes) -> Answer:
@@ -236,6 +245,11 @@ class RehearsalServer:
                 budget -= len(chunk)
         await stream.send(conn.send(h11.EndOfMessage()))
         return True
+
+
+def _panel_of(target: str) -> str:
+    path = unquote(urlsplit(target).path)
+    return path[3:].partition("/")[0] if path.startswith("/p/") else "default"
 
 
 def with_usage(answer: Answer, usage: Mapping[str, Any]) -> Answer:
