@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from panels.host.alerts.service import AlertService
 from panels.host.control.asker import Approvals
 from panels.host.control.dispatch import Dispatcher, Outcome
 from panels.host.control.eventlog import EventLog, Listener, LiveListener
 from panels.host.control.reader import serve_control
 from panels.host.delivery.bustools import PanelPort, bus_tools
 from panels.host.delivery.digests import DigestService
+from panels.host.delivery.externals import register_externals
 from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.host.delivery.inboxes import serve_inbox_counts
 from panels.host.delivery.poison import ISOLATE_AFTER, POISON_ATTEMPTS
@@ -124,6 +126,7 @@ class Host:
         self.db: HostDb
         self.dispatcher: Dispatcher
         self.digests: DigestService
+        self.alerts: AlertService
         self.rehearsal: RehearsalServer | None = None
         # What confines the panels' tools, with what to do when nothing does: in the log and
         # host.sqlite's meta at start (unconfined.py). A caller that gives its own drivers
@@ -167,6 +170,8 @@ class Host:
             own = operator_bus_path(self.team)
             if own is not None:
                 operator_bus = await stack.enter_async_context(open_bus(own, **bus_options))
+            # Agents the team file admits from outside (`mnemara mcp`): replies to them are kept.
+            await register_externals(bus, self.team.external)
             shared = None
             if self.team.shared_memory:
                 shared = stack.enter_context(open_shared_memory(self.team.memory_dir))
@@ -174,6 +179,7 @@ class Host:
                 drivers = await self._start_drivers(services_tg)
                 self._build(bus, operator_bus, drivers, shared)
                 await services_tg.start(self.services.log.serve)
+                await services_tg.start(self.alerts.serve)
                 if self.services.loops is not None:  # an earlier life's chains go on
                     await self.services.loops.restore()
                     await services_tg.start(self.services.loops.serve)
@@ -225,7 +231,7 @@ class Host:
         marker = marker_env(self.team.state_dir, self.life)
         sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
-            return claude_drivers(marker=marker, sandbox=sandbox)
+            return claude_drivers(marker=marker, sandbox=sandbox, spares=self.team.warm_spares)
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))
@@ -233,8 +239,9 @@ class Host:
         url = await tg.start(server.serve)
         state_dir = self.team.state_dir
         return claude_drivers(
-            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox
-        )
+            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox,
+            spares=self.team.warm_spares,
+        )  # fmt: skip
 
     def _sandbox(self) -> Sandbox | None:
         """The team's sandbox on this machine; sets `sandbox_note` to what it is."""
@@ -281,6 +288,8 @@ class Host:
         log.track_status(lambda: [r.status_row() for r in self.panels.values()])
         self.dispatcher = Dispatcher(self.services, self.panels, self.tickets, self.request_stop)
         self.digests = DigestService(self.services, self.panels, settings=self.digest_settings)
+        self.alerts = AlertService(self.team, log, self.quiet)  # calls the operator back
+        log.listen(self.alerts.see)
 
     def _wake(self, name: str) -> None:
         """A loop halt is owed to `name`: its life's loop halts it now, not at its next message."""
@@ -291,7 +300,8 @@ class Host:
         return [r.spent() for r in self.panels.values()]
 
     def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
-        names = frozenset(p.name for p in self.team.panels)
+        # The names a panel may send to: its team's panels and the agents the team admits.
+        names = frozenset(p.name for p in self.team.panels) | frozenset(self.team.external)
         port = PanelPort(runner.name, self.services.bus, names, runner.spec.listens_to,
                          runner.seen, lambda: runner.outbox)  # fmt: skip
         tools = bus_tools(port)
