@@ -34,7 +34,6 @@ from panels.host.control.eventlog import EventLog, Listener, LiveListener
 from panels.host.control.reader import serve_control
 from panels.host.delivery.bustools import PanelPort, bus_tools
 from panels.host.delivery.digests import DigestService
-from panels.host.delivery.externals import register_externals
 from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.host.delivery.inboxes import serve_inbox_counts
 from panels.host.delivery.poison import ISOLATE_AFTER, POISON_ATTEMPTS
@@ -170,8 +169,6 @@ class Host:
             own = operator_bus_path(self.team)
             if own is not None:
                 operator_bus = await stack.enter_async_context(open_bus(own, **bus_options))
-            # Agents the team file admits from outside (`mnemara mcp`): replies to them are kept.
-            await register_externals(bus, self.team.external)
             shared = None
             if self.team.shared_memory:
                 shared = stack.enter_context(open_shared_memory(self.team.memory_dir))
@@ -231,7 +228,7 @@ class Host:
         marker = marker_env(self.team.state_dir, self.life)
         sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
-            return claude_drivers(marker=marker, sandbox=sandbox, spares=self.team.warm_spares)
+            return claude_drivers(marker=marker, sandbox=sandbox)
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))
@@ -239,9 +236,8 @@ class Host:
         url = await tg.start(server.serve)
         state_dir = self.team.state_dir
         return claude_drivers(
-            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox,
-            spares=self.team.warm_spares,
-        )  # fmt: skip
+            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox
+        )
 
     def _sandbox(self) -> Sandbox | None:
         """The team's sandbox on this machine; sets `sandbox_note` to what it is."""
@@ -300,8 +296,7 @@ class Host:
         return [r.spent() for r in self.panels.values()]
 
     def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
-        # The names a panel may send to: its team's panels and the agents the team admits.
-        names = frozenset(p.name for p in self.team.panels) | frozenset(self.team.external)
+        names = frozenset(p.name for p in self.team.panels)
         port = PanelPort(runner.name, self.services.bus, names, runner.spec.listens_to,
                          runner.seen, lambda: runner.outbox)  # fmt: skip
         tools = bus_tools(port)
