@@ -38,6 +38,7 @@ from panels.hostdb.verbs import (
 from panels.procfs import pid_alive
 from panels.team import recorded_bus
 from panels.text import clean
+from panels.ui.alerts import AlertRinger
 from panels.ui.approvals import ApprovalQueue, Question
 from panels.ui.buspane import BusPane
 from panels.ui.commands import Sender, open_sender
@@ -94,6 +95,7 @@ class DashboardApp(OperatorApp):
         self.sent: list[int] = []  # ids of the commands this viewer queued
         self.zoomed: str | None = None
         self.approvals = ApprovalQueue()
+        self.ringer = AlertRinger()  # rings on the host's alerts (alerts.py)
         self.asking: ApprovalScreen | None = None  # the answer modal shown, if any
         self._answered: set[int] = set()  # requests answered here, not yet closed by the host
         self._resources = AsyncExitStack()
@@ -181,6 +183,7 @@ class DashboardApp(OperatorApp):
                 if len(events) > CHUNK:  # a long catch-up: let keys and paints in between
                     await asyncio.sleep(0)
         self.approvals.take(logged.event for logged in changes.events)
+        self.ringer.take(self, changes.events, team=self.meta.get("team", ""))
         self.bus_activity = self.bus_activity.plus(logged.event for logged in changes.events)
         self.main.query_one(BusPane).show_events([logged.event for logged in changes.events])
         self._show_approvals()
