@@ -3,10 +3,11 @@
 The exit codes (README.md has the same table). An error is mapped by its class, the first
 row it is an instance of, so a subclass listed above its base gets its own code:
 
-    0    done
+    0    done, or nothing to do, said so (`approve`/`deny` with no question waiting)
     1    the command ran and failed: a verb the host refused, a host that did not start,
          `run` when the host gave up on the panel, a file that cannot be written
-    2    usage: a missing or invalid option or argument, a negative count, an unknown panel,
+    2    usage: a missing or invalid option or argument, a negative count, an unknown panel
+         (every command says it alike, naming the team's panels: panels/cli/teams.py),
          a verb or answer the host would refuse (VerbError, WindowVerbError)
     3    configuration: config.json, a team file, a rehearsal script, MNEMARA_HOME
          (ConfigError, TeamFileError, RehearsalError)

@@ -24,7 +24,7 @@ import typer
 from panels.cli import dash, steer
 from panels.cli.errors import EXIT_FAILURE, fail, reports_errors
 from panels.cli.options import TeamOpt, not_negative
-from panels.cli.teams import open_host_db, running_pid, team_state
+from panels.cli.teams import check_panel, open_host_db, running_pid, team_state
 
 if TYPE_CHECKING:
     from panels.host.demo import DemoResult
@@ -237,7 +237,7 @@ def down(
 def ps(team: TeamOpt) -> None:
     """Panels of a team: state, turns, tokens, spend, inbox, and whether their tools run in
     the sandbox (a warning says why not, and what to do)."""
-    from panels.host.control.account import table
+    from panels.host.control.account import ps_header, table
     from panels.hostdb import get_meta, read_panels
     from panels.text import clean
     from panels.unconfined import META_KEY, warning
@@ -250,9 +250,8 @@ def ps(team: TeamOpt) -> None:
         rows = read_panels(conn)
     finally:
         conn.close()
-    running = f"running (pid {pid})" if pid else "stopped"
-    typer.echo(f"team {name}: host {running}; bus {meta.get('bus', '?')}")
-    for line in table(rows):
+    typer.echo(ps_header(name, pid, meta, str(state / "host.log")))
+    for line in table(rows, name):
         typer.echo(line)
     said = warning(meta.get(META_KEY, ""), rows)
     if said is not None:
@@ -295,10 +294,12 @@ def logs(
 ) -> None:
     """Print the team's event log; -f follows it."""
     from panels.host.control.account import format_event
-    from panels.hostdb import read_events
+    from panels.hostdb import read_events, read_panels
 
     conn = open_host_db(team)
     try:
+        if panel is not None:
+            check_panel(panel, [r.name for r in read_panels(conn)], team)
         lines, cursor = _last_lines(conn, n, panel, verbose)
         for line in lines:
             typer.echo(line)

@@ -100,7 +100,7 @@ def _target(team: str | None, panel: str | None, instance: str | None) -> Target
 
 
 def _by_team(team: str, panel: str | None) -> Target:
-    from panels.cli.teams import open_host_db
+    from panels.cli.teams import check_panel, open_host_db
     from panels.hostdb import get_meta, read_panels
     from runtime.instance.home import InstancePaths
 
@@ -115,10 +115,7 @@ def _by_team(team: str, panel: str | None) -> Target:
             raise fail(f"name the panel with --panel: one of {', '.join(names) or 'none'}",
                        EXIT_USAGE)  # fmt: skip
         panel = names[0]
-    if panel not in names:
-        raise fail(
-            f"no panel {panel!r} in team {team!r}; `mnemara ps -t {team}` lists them", EXIT_USAGE
-        )
+    check_panel(panel, names, team)
     root = meta.get(f"instance:{panel}")
     paths = InstancePaths(Path(root).name, Path(root)) if root else InstancePaths.for_name(panel)
     return Target(paths, team, panel)

@@ -16,7 +16,7 @@ import typer
 
 from panels.cli.errors import EXIT_FAILURE, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import PanelOpt, TeamOpt
-from panels.cli.teams import open_host_db, running_pid, team_state
+from panels.cli.teams import check_panel, open_host_db, running_pid, team_state
 
 if TYPE_CHECKING:
     from panels.hostdb.catalogue import Delivered
@@ -37,10 +37,6 @@ def make_verb(name: str, panel: str | None, **args: Any) -> Any:
         raise fail(str(exc), EXIT_USAGE) from None
 
 
-def _no_panel(panel: str, team: str) -> typer.Exit:
-    return fail(f"no panel {panel!r} in team {team!r}; `mnemara ps -t {team}` lists them", 2)
-
-
 def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
     """Queue a verb, then print its outcome when the host has applied it. Returns the
     command's id once the host applied it, None when it is still queued."""
@@ -49,10 +45,17 @@ def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
     conn = open_host_db(team)
     try:
         panel = verb.panel
-        if panel is not None and panel not in {r.name for r in read_panels(conn)}:
-            raise _no_panel(panel, team)
+        if panel is not None:
+            check_panel(panel, [r.name for r in read_panels(conn)], team)
+        name, state = team_state(team)
+        running = running_pid(state) is not None
+        if not running and verb.name == "answer":
+            # Questions live only as long as their host (it answers no to every open one
+            # when it stops): an answer must not wait for a later host's questions.
+            _no_question(verb.request, name)
+            return None
         ident = submit_command(conn, verb)
-        if running_pid(team_state(team)[1]) is None:
+        if not running:
             typer.echo(f"queued command {ident}; no host is running, it applies when one starts")
             return None
         deadline = time.monotonic() + wait
@@ -68,6 +71,17 @@ def give(team: str, verb: Any, wait: float = WAIT) -> int | None:
         return None
     finally:
         conn.close()
+
+
+def _no_question(request: int | None, team: str) -> None:
+    """An answer while no host runs: nothing waits. Exit 0 when it named no question (there
+    was nothing to do), 1 when it named one (that answer could not be given)."""
+    why = f"no host of team {team!r} is running, so no question is waiting"
+    if request is None:
+        typer.echo(f"answer: nothing to answer: {why}")
+        return
+    raise fail(f"question {request} cannot be answered: {why} (a host answers no to its "
+               "open questions when it stops)", EXIT_FAILURE)  # fmt: skip
 
 
 def takes_input(event: Delivered, panel: str | None, message: int | None, bus: str) -> bool:
@@ -260,8 +274,7 @@ def _list_inbox(team: str, panel: str) -> None:
         meta = get_meta(conn)
     finally:
         conn.close()
-    if panel not in rows:
-        raise _no_panel(panel, team)
+    check_panel(panel, list(rows), team)
     state = "on" if rows[panel].inbox else "off"
     # Operator input waits on the host's own bus: the team's, unless that one is foreign.
     from panels.team import recorded_bus

@@ -8,6 +8,7 @@ its own state directory and bus. A name that could leave MNEMARA_HOME (`../x`) i
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,19 @@ def team_state(team: str) -> tuple[str, Path]:
         if solo is not None and (solo / "host.sqlite").is_file():
             return team, solo
     return team, teams
+
+
+def unknown_panel(panel: str, names: Collection[str], team: str) -> str:
+    """What every command says of a panel the team does not have: the panels it has. Pure."""
+    have = f"its panels: {', '.join(names)}" if names else "it has no panels recorded yet"
+    return f"no panel {panel!r} in team {team!r}; {have}"
+
+
+def check_panel(panel: str, names: Collection[str], team: str) -> None:
+    """Exit 2 (a usage error, as panels/cli/errors.py documents) naming the team's panels
+    when `panel` is not one of `names`; `team` as `--team` gave it."""
+    if panel not in names:
+        raise fail(unknown_panel(panel, names, team_state(team)[0]), EXIT_USAGE)
 
 
 def open_host_db(team: str) -> sqlite3.Connection:

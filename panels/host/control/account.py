@@ -3,7 +3,9 @@
 One line per event of the catalogue (panels/hostdb/catalogue.py); kinds that only matter to
 machines (state changes, stores, settles) are shown with `--verbose`, field by field. Text
 from models and peers is untrusted: control characters are stripped and every line is cut to
-a width, so nothing a panel writes can move the cursor or forge another line.
+a width, so nothing a panel writes can move the cursor or forge another line. `ps`'s lines
+are here too: its header (what is true of the host) and its table, the panels waiting on the
+operator first.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from panels.host.turns.states import PanelState
 from panels.hostdb import Logged, PanelRow
 from panels.hostdb import catalogue as ev
 from panels.text import clean
@@ -202,9 +205,31 @@ def account(events: Iterable[Logged], *, verbose: bool = False) -> list[str]:
     return [text for text in lines if text is not None]
 
 
-def table(rows: Sequence[PanelRow]) -> list[str]:
-    """`ps`: one line per panel (tokens and dollars: the panel's session under this host;
-    tools: sandboxed, UNCONFINED, or - when not known)."""
+def ps_header(team: str, pid: int | None, meta: dict[str, str], log: str) -> str:
+    """`ps`'s first line: whether the host runs, and its bus as the host recorded it when it
+    started. A host that never got that far (it failed while starting) recorded none: the
+    line says so and names its log, which says why."""
+    bus = meta.get("bus")
+    if pid:
+        state = f"host running (pid {pid})"
+        return f"team {team}: {state}; bus {bus}" if bus else f"team {team}: {state}, starting"
+    if bus:
+        return f"team {team}: host stopped; bus {bus}"
+    return f"team {team}: host not started (no start recorded; {log} says why)"
+
+
+def waiting_first(rows: Sequence[PanelRow]) -> list[PanelRow]:
+    """The panels waiting on the operator (an open approval) first, then the rest; each
+    group in the host's order."""
+    return sorted(rows, key=lambda r: r.state != PanelState.APPROVAL)
+
+
+def table(rows: Sequence[PanelRow], team: str = "TEAM") -> list[str]:
+    """`ps`: one line per panel, those waiting on the operator first, with a line that says
+    so (tokens and dollars: the panel's session under this host; tools: sandboxed,
+    UNCONFINED, or - when not known)."""
+    rows = waiting_first(rows)
+    asking = [r.name for r in rows if r.state == PanelState.APPROVAL]
     head = (
         f"{'panel':<14}{'kind':<10}{'state':<12}{'turns':>6}{'in tok':>10}{'out tok':>9}"
         f"{'usd':>10}  inbox  dead  {'tools':<11}detail"
@@ -216,6 +241,13 @@ def table(rows: Sequence[PanelRow]) -> list[str]:
             f"{r.input_tokens:>10}{r.output_tokens:>9}{r.usd:>10.4f}  {'on ' if r.inbox else 'off'}"
             f"  {r.dead_letters:>5}  {badge(r) or '-':<11}{clean(r.detail, 60)}"
         )
+    if asking:
+        names = ", ".join(clean(name, 40) for name in asking)
+        one = len(asking) == 1
+        out.insert(0, f"waiting on you (listed first): {names} "
+                      f"{'asks to run a tool' if one else 'ask to run tools'}; "
+                      f"`mnemara approve -t {team} -p {names if one else 'NAME'}` "
+                      f"or `deny` answers")  # fmt: skip
     if not rows:
         out.append("(no panels recorded yet: the host has not started them)")
     elif any(r.dead_letters for r in rows):

@@ -49,6 +49,21 @@ class VerbRefusedError(PanelsError):
     question nobody asks); `apply` turns it into a failed outcome, so it never leaves here."""
 
 
+def question_to_answer(open_ids: list[int], panel: str | None) -> int | Outcome:
+    """The question an answer that names none is for: the only one open. With none open
+    there is nothing to do, which is not a failure (ok, said plainly); with several the
+    answer must name one. Pure."""
+    if len(open_ids) == 1:
+        return open_ids[0]
+    where = f" of {panel}" if panel else ""
+    if not open_ids:
+        return Outcome(True, f"nothing to answer: no question{where} is waiting")
+    listed = ", ".join(str(i) for i in open_ids)
+    raise VerbRefusedError(
+        f"{len(open_ids)} questions{where} are waiting ({listed}); name one with --request"
+    )
+
+
 def halt_record(reason: str, by: str) -> HaltRecord:
     """The record of a halt an operator or a watchdog asked for."""
     who = "operator" if by == OPERATOR else "watchdog"
@@ -220,13 +235,10 @@ class Dispatcher:
         approvals = self.services.approvals
         request = verb.request
         if request is None:
-            open_ids = approvals.pending(verb.panel)
-            if len(open_ids) != 1:
-                where = f" for {verb.panel}" if verb.panel else ""
-                raise VerbRefusedError(
-                    f"{len(open_ids)} open questions{where}; name one with --request"
-                )
-            request = open_ids[0]
+            chosen = question_to_answer(approvals.pending(verb.panel), verb.panel)
+            if isinstance(chosen, Outcome):
+                return chosen
+            request = chosen
         answer = verb.answer
         if not approvals.answer(request, answer, panel=verb.panel):
             raise VerbRefusedError(

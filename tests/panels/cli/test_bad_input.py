@@ -210,6 +210,7 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "ghost"], HOST),
         (["-t", "crew", "-n", "-1"], USAGE),
         (["-t", "../x"], USAGE),
+        (["-t", "crew", "-p", "ghost"], USAGE),  # as `send -p ghost`: an unknown panel
     ],
     "send": [
         ([], USAGE),
@@ -225,12 +226,15 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "crew", "-p", "ghost"], USAGE),
         (["-t", "ghost"], HOST),
         (["-t", "crew", "-r", "0"], USAGE),
+        (["-t", "crew"], 0),  # no host runs: nothing waits, and nothing is queued
+        (["-t", "crew", "-r", "3"], 1),  # that question cannot be answered
     ],
     "deny": [
         ([], USAGE),
         (["-t", "crew", "-p", "ghost"], USAGE),
         (["-t", "ghost"], HOST),
         (["-t", "crew", "-r", "-1"], USAGE),
+        (["-t", "crew", "-p", "eng"], 0),
     ],
     **{
         verb: [
@@ -376,6 +380,22 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "bus migrate": ["-t", "crew", "--to", "{dir}/new.sqlite"],
 }
 
+# What a case's output says, beyond its exit code, by its command and arguments.
+SAYS: dict[tuple[str, ...], str] = {
+    ("approve", "-t", "crew"): "nothing to answer: no host of team 'crew' is running",
+    ("deny", "-t", "crew", "-p", "eng"): "nothing to answer: no host of team 'crew' is running",
+    ("approve", "-t", "crew", "-r", "3"): "question 3 cannot be answered: no host",
+}
+# An unknown panel of team crew is one error everywhere, naming the team's panels.
+UNKNOWN_PANEL = "no panel 'ghost' in team 'crew'; its panels: eng"
+
+
+def expected_text(argv: list[str]) -> str | None:
+    if "crew" in argv and "-p" in argv and argv[argv.index("-p") + 1] == "ghost":
+        return UNKNOWN_PANEL
+    return SAYS.get(tuple(argv))
+
+
 PASSTHROUGH = {"claude"}  # `-h` and unknown options belong to the bundled CLI
 
 
@@ -490,8 +510,14 @@ def test_bad_input_ends_with_the_documented_code_and_no_traceback(
             wrong.append(f"{shown}: exit {got['code']}, not {code}:\n{output.strip()}")
         elif code not in (0, USAGE) and not got["stderr"].startswith("mnemara: "):
             wrong.append(f"{shown}: the error is not one `mnemara: ...` line:\n{output}")
-        elif code == 0 and f"Usage: mnemara {label}" not in got["stdout"]:
+        elif "-h" in argv and f"Usage: mnemara {label}" not in got["stdout"]:
             wrong.append(f"{shown}: no help:\n{output}")
+        elif (
+            env == {"MNEMARA_HOME": world["home"]}
+            and (said := expected_text(argv))
+            and (said not in output)
+        ):
+            wrong.append(f"{shown}: does not say {said!r}:\n{output}")
     assert not wrong, "\n\n".join(wrong)
     # Nothing the cases did created or changed what they named.
     assert not (Path(world["home"]) / "new").exists()
