@@ -29,11 +29,21 @@ def attach(
         typer.Option("--read-only", help="Watch only: no input, no verbs."),
     ] = False,
 ) -> None:
-    """Open the dashboard on a team's host (every panel side by side)."""
-    _, hostdb = _hostdb(team, web=False)
+    """Open the dashboard on a team's host (every panel side by side); closing it leaves the
+    team running."""
+    name, hostdb = _hostdb(team, web=False)
+    from panels.cli.teams import running_pid
     from panels.ui import make_app
 
     make_app(hostdb, read_only=read_only).run()
+    typer.echo(after_closing(name, running_pid(hostdb.parent) is not None))
+
+
+def after_closing(team: str, running: bool) -> str:
+    """The line `attach` leaves on the terminal: what the team does now. Pure."""
+    if running:
+        return f"the team {team} keeps running; `mnemara down -t {team}` stops it"
+    return f"the host of team {team} is not running; `mnemara ps -t {team}` says how it ended"
 
 
 DEFAULT_PORT = 8765
