@@ -27,6 +27,9 @@ def mnemara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "mnemara-home"
     home.mkdir()
     monkeypatch.setenv("MNEMARA_HOME", str(home))
+    # No desktop: a host's alerts (panels/host/alerts/) never pop a notification from a test.
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     return home
 
 

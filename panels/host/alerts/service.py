@@ -4,12 +4,12 @@ The host registers `see` as a listener of its event log: each written event goes
 rules (rules.py) at once, synchronously and without I/O. `serve` owns two tasks. The raiser
 writes each alert as an `AlertRaised` event at once (`EventLog.commit`), so every viewer (the
 dashboard rings on it, `logs`, `ps`) sees it, and wakes at the team's quiet time to ask the
-host whether anything is still pending. The caller gets the written `AlertRaised` back
-through `see`, with its id, and puts it on a bounded queue (a full queue drops the oldest and
-counts it); the deliverer sends each to notify-send (desktop.py) and to the webhook
-(webhook.py). Nothing here blocks the host or a turn: `see` only appends, the deliverer's
-slowness costs only its queue. A sink that fails is logged once, as a warning event, until it
-works again.
+host whether anything is still pending. The service gets each written `AlertRaised` back
+through `see`, with its id, and puts it on the bounded queue of each sink (a full queue drops
+the oldest and counts it): notify-send (desktop.py) and the webhook (webhook.py), each sent
+from a task of its own, so a webhook that hangs holds back no desktop notification. Nothing
+here blocks the host or a turn: `see` only appends, a slow sink costs only its queue. A sink
+that fails is logged once, as a warning event, until it works again.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 import anyio
@@ -33,7 +34,34 @@ from panels.hostdb import Logged
 from panels.hostdb.catalogue import AlertRaised, Warned
 from panels.team import TeamSpec
 
-QUEUE = 100  # alerts waiting for the deliverer; past this the oldest is dropped
+QUEUE = 100  # alerts waiting for a sink; past this the oldest is dropped
+
+Send = Callable[[Logged], Awaitable[str | None]]
+
+
+class Sink:
+    """Where alerts go (the desktop, the webhook): a bounded queue and what sends one."""
+
+    def __init__(self, name: str, send: Send) -> None:
+        self.name = name
+        self.send = send
+        self.queue: deque[Logged] = deque()
+        self.queued = anyio.Event()
+        self.dropped = 0  # alerts the full queue dropped
+        self.delivered = 0
+
+    def put(self, logged: Logged) -> None:
+        if len(self.queue) >= QUEUE:
+            self.queue.popleft()
+            self.dropped += 1
+        self.queue.append(logged)
+        self.queued.set()
+
+    async def next(self) -> Logged:
+        while not self.queue:
+            self.queued = anyio.Event()  # no await since the check: no `put` is missed
+            await self.queued.wait()
+        return self.queue.popleft()
 
 
 class AlertService:
@@ -60,10 +88,7 @@ class AlertService:
         self._webhook_options = webhook_options or {}
         self._pending: list[Alert] = []
         self._wake = anyio.Event()
-        self._outbox: deque[Logged] = deque()
-        self._queued = anyio.Event()
-        self.dropped = 0  # alerts the full queue dropped
-        self.delivered = 0  # alerts every sink took
+        self.sinks: list[Sink] = []  # set by `serve`
         self._failing: set[str] = set()  # the sinks whose failure is logged already
 
     def see(self, logged: Logged) -> None:
@@ -71,11 +96,8 @@ class AlertService:
         if not self.settings.enabled:
             return
         if isinstance(logged.event, AlertRaised):
-            if len(self._outbox) >= QUEUE:
-                self._outbox.popleft()
-                self.dropped += 1
-            self._outbox.append(logged)
-            self._queued.set()
+            for sink in self.sinks:
+                sink.put(logged)
             return
         due = self.rules.quiet_at()
         alerts = self.rules.see(logged, self.clock())
@@ -90,15 +112,17 @@ class AlertService:
             task_status.started()
             return
         async with AsyncExitStack() as stack:
-            webhook = None
-            if self.settings.webhook is not None:
-                url = self.settings.webhook
-                webhook = await stack.enter_async_context(
-                    open_webhook(url, **self._webhook_options)
-                )
             notifier = find_notifier(self._env) if self.settings.desktop else None
+            if notifier is not None:
+                self.sinks.append(Sink("desktop", partial(self._notify, notifier)))
+            if self.settings.webhook is not None:
+                webhook = await stack.enter_async_context(
+                    open_webhook(self.settings.webhook, **self._webhook_options)
+                )
+                self.sinks.append(Sink("webhook", partial(self._post, webhook)))
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._deliver, webhook, notifier)
+                for sink in self.sinks:
+                    tg.start_soon(self._deliver, sink)
                 task_status.started()
                 await self._raise()
 
@@ -117,30 +141,26 @@ class AlertService:
                 bell, desktop = self.settings.bell, self.settings.desktop
                 await self.log.commit(*(a.event(bell=bell, desktop=desktop) for a in alerts))
 
-    async def _deliver(self, webhook: Webhook | None, notifier: str | None) -> None:
+    async def _deliver(self, sink: Sink) -> None:
         while True:
-            if not self._outbox:
-                self._queued = anyio.Event()
-                await self._queued.wait()
-                continue
-            logged = self._outbox.popleft()
-            event = logged.event
-            assert isinstance(event, AlertRaised)
-            ok = True
-            if notifier is not None:
-                title = f"mnemara {self.team}: {event.alert}"
-                ok &= self._judge("desktop", await notify(notifier, title, event.text))
-            if webhook is not None:
-                ok &= self._judge("webhook", await webhook.post(payload(self.team, logged)))
-            self.delivered += ok
+            logged = await sink.next()
+            failure = await sink.send(logged)
+            sink.delivered += failure is None
+            self._judge(sink.name, failure)
 
-    def _judge(self, sink: str, failure: str | None) -> bool:
-        """Log a sink's failure once, until it works again; True when it worked."""
+    async def _notify(self, notifier: str, logged: Logged) -> str | None:
+        event = logged.event
+        assert isinstance(event, AlertRaised)
+        return await notify(notifier, f"mnemara {self.team}: {event.alert}", event.text)
+
+    async def _post(self, webhook: Webhook, logged: Logged) -> str | None:
+        return await webhook.post(payload(self.team, logged))
+
+    def _judge(self, sink: str, failure: str | None) -> None:
+        """Log a sink's failure once, until it works again."""
         if failure is None:
             self._failing.discard(sink)
-            return True
-        if sink not in self._failing:
+        elif sink not in self._failing:
             self._failing.add(sink)
             later = "; later failures are not logged until it works again"
             self.log.emit(Warned(panel=None, message=failure + later))
-        return False

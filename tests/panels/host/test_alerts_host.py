@@ -8,8 +8,10 @@ survives two refusals of the receiver); a webhook that never answers holds back 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -82,8 +84,8 @@ def serve_receiver(receiver: Receiver) -> Iterator[str]:
         thread.join(5)
 
 
-def alerts_section(url: str, **more: Any) -> str:
-    lines = [f'webhook = "{url}"', "desktop = false", "min_interval_seconds = 0"]
+def alerts_section(url: str, *, desktop: bool = False, **more: Any) -> str:
+    lines = [f'webhook = "{url}"', f"desktop = {str(desktop).lower()}", "min_interval_seconds = 0"]
     lines += [f"{k} = {v}" for k, v in more.items()]
     return "[team.alerts]\n" + "\n".join(lines) + "\n"
 
@@ -92,6 +94,36 @@ def quiet_turns(events: Any) -> int:
     """The turns the quiet alerts so far counted ("the team is quiet after N turn(s)")."""
     found = [re.search(r"after (\d+) turn", e.text) for e in events.of("alert")]
     return sum(int(m[1]) for m in found if m is not None)
+
+
+class Desktop:
+    """A notify-send on PATH, with a desktop session, that writes its arguments to a FIFO."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fifo, bin_dir = tmp_path / "notified", tmp_path / "bin"
+        os.mkfifo(fifo)
+        bin_dir.mkdir()
+        script = bin_dir / "notify-send"
+        script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" > "{fifo}"\n')
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("DISPLAY", ":99")
+        self.fd = os.open(fifo, os.O_RDWR)  # a writer of our own: reads wait, never end
+        self.lines: list[str] = []
+
+    def wait(self, count: int, within: float = 20.0) -> list[str]:
+        """The first `count` notifications (in a worker thread: select waits on the FIFO)."""
+        buffer = ""
+        while len(self.lines) < count:
+            ready, _, _ = select.select([self.fd], [], [], within)
+            assert ready, f"{count} notification(s) not shown within {within}s: {self.lines}"
+            buffer += os.read(self.fd, 65536).decode()
+            *done, buffer = buffer.split("\n")
+            self.lines += done
+        return self.lines[:count]
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def ask(call: str) -> list[Any]:
@@ -123,15 +155,16 @@ async def test_one_post_per_approval_wait_and_per_halt_through_two_refusals(
     assert not [w for w in events.of("warning") if "webhook" in w.message]
 
 
-async def test_a_webhook_that_never_answers_holds_back_no_turn(
-    anyio_backend: str, tmp_path: Path, start_host: Any
+async def test_a_webhook_that_never_answers_holds_back_no_turn_nor_the_desktop(
+    anyio_backend: str, tmp_path: Path, start_host: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    desktop = Desktop(tmp_path, monkeypatch)
     # A listening socket nobody accepts from: the connection opens, no answer ever comes.
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
-        extra = alerts_section(url, quiet_seconds=0.2)
+        extra = alerts_section(url, desktop=True, quiet_seconds=0.2)
         team = make_team(tmp_path, panels("a") + ASK_BASH, extra=extra)
         turns = [ask("t1"), reply("one"), reply("two")]
         async with start_host(team, {"a": turns}) as (host, events, _):
@@ -147,6 +180,10 @@ async def test_a_webhook_that_never_answers_holds_back_no_turn(
                 await events.wait("alert", where=lambda e: quiet_turns(events) == 3)
             kinds = {(e.panel, e.alert) for e in events.of("alert")}
             assert kinds == {("a", "approval"), (None, "quiet")}
+            shown = await anyio.to_thread.run_sync(desktop.wait, len(events.of("alert")))
+            assert shown[0].startswith("--app-name=mnemara -- mnemara t: approval a waits")
+            assert "mnemara t: quiet the team is quiet" in shown[-1]
             with anyio.fail_after(10):  # the hanging post does not hold the stop either
                 host.request_stop()
                 await host.stopped()
+    desktop.close()
