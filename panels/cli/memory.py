@@ -69,6 +69,7 @@ def search(
 ) -> None:
     """The notes and wiki pages that best match QUERY, by meaning and by its words; each says
     why ([meaning, words: ...]). Score: cosine similarity, 1 is the same meaning."""
+    from runtime.memory.figures import fixed
     from runtime.memory.fulltext import SEARCH_MODES
 
     if kind is not None and kind not in KINDS:
@@ -98,7 +99,7 @@ def search(
         typer.echo("(no match)")
     for hit in hits:
         typer.echo(
-            f"{hit.score:.3f}  {hit.kind:<4}  {shown(hit.source)}  "
+            f"{fixed(hit.score)}  {hit.kind:<4}  {shown(hit.source)}  "
             f"{shown(hit.text, PREVIEW_CHARS)}  [{shown(hit.why())}]"
         )
 

@@ -131,6 +131,8 @@ def settle(paths: InstancePaths, config: InstanceConfig, archived: tuple[str, ..
 
 
 def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> dict[str, Any]:
+    from runtime.memory.figures import rounded
+
     return {
         "mode": "apply" if result else "dry-run",
         "at": plan.at.isoformat(timespec="seconds"),
@@ -151,13 +153,13 @@ def plan_json(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str])
             for pattern in plan.patterns
         ],
         "duplicates": [
-            {"keep": d.keep, "archive": d.drop, "distance": round(d.distance, 4)}
+            {"keep": d.keep, "archive": d.drop, "distance": rounded(d.distance, 4)}
             for d in plan.duplicates
         ],
         "reconcile": [
             {
                 "notes": [c.first.source, c.second.source],
-                "distance": round(c.distance, 4),
+                "distance": rounded(c.distance, 4),
                 "differences": list(c.differences),
                 "proposal": c.proposal,
             }
@@ -176,6 +178,8 @@ def counted(n: int, thing: str) -> str:
 
 def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) -> list[str]:
     """The plan as a person reads it, then what was written (or that nothing was)."""
+    from runtime.memory.figures import fixed
+
     lines = [
         f"replay read {counted(plan.read, 'note')} "
         f"from the last {plan.days} days "
@@ -200,12 +204,12 @@ def describe(plan: ReplayPlan, result: ReplayResult | None, remarks: list[str]) 
     for duplicate in plan.duplicates:
         lines.append(
             f"  archive {duplicate.drop} (near-duplicate of {duplicate.keep}, "
-            f"distance {duplicate.distance:.3f})"
+            f"distance {fixed(duplicate.distance)})"
         )
     for conflict in plan.conflicts:
         lines.append(
             f"  reconcile {conflict.first.source} / {conflict.second.source} (alike, distance "
-            f"{conflict.distance:.3f}, but they differ in {'; '.join(conflict.differences)}): "
+            f"{fixed(conflict.distance)}, but they differ in {'; '.join(conflict.differences)}): "
             f"{conflict.proposal}"
         )
     lines += [f"  note: {remark}" for remark in [*remarks, *plan.remarks]]

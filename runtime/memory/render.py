@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from runtime.memory.figures import fixed
 from runtime.memory.model import Hit
 from runtime.policy.display import is_hidden_character
 
@@ -61,7 +62,7 @@ def render_hits(query: str, hits: Sequence[Hit]) -> str:
         label = f"[{n}] {clean(hit.source, 200)} ({hit.kind}"
         label += f", {clean(hit.category, 80)})" if hit.category else ")"
         found = f"; found by {clean(hit.why(), 200)}" if hit.why() else ""
-        parts.append(fenced(f"{label} score {hit.score:.3f}{found}", body, tag))
+        parts.append(fenced(f"{label} score {fixed(hit.score)}{found}", body, tag))
     return "\n\n".join(parts)
 
 

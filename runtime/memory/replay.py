@@ -32,6 +32,7 @@ from typing import Any
 
 from runtime.memory.duplicates import Conflict, Duplicate, find_duplicates
 from runtime.memory.engines import GraphEngine, database_path
+from runtime.memory.figures import rounded
 from runtime.memory.model import Atom
 from runtime.memory.protocols import GraphStore, NoteStore, Progress, WikiStore
 from runtime.memory.slugs import suggest_slug
@@ -267,7 +268,7 @@ def _pattern(
         representative=representative,
         slug=slug,
         name=name,
-        spread=round(spread, 3),
+        spread=rounded(max(0.0, spread), 3),  # a mean distance: never below zero
         covered_by=covered_by,
         entities=graph_entities(graph, members, remarks) if graph is not None else (),
         causal=causal_sentences(members),

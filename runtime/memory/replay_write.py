@@ -18,6 +18,7 @@ from runtime.instance.config import write_json_atomic, write_text_atomic
 from runtime.instance.home import InstancePaths
 from runtime.instance.replay_record import RECORD, LastReplay
 from runtime.memory.duplicates import Conflict
+from runtime.memory.figures import fixed
 from runtime.memory.files import read_memory_text
 from runtime.memory.protocols import NoteStore
 from runtime.memory.replay import Pattern, ReplayPlan
@@ -55,7 +56,8 @@ def apply_replay(plan: ReplayPlan, notes: NoteStore, paths: InstancePaths | Path
         written.append(target)
     archived: list[str] = []
     for duplicate in plan.duplicates:
-        reason = f"replay: near-duplicate of {duplicate.keep} (distance {duplicate.distance:.3f})"
+        distance = fixed(duplicate.distance)
+        reason = f"replay: near-duplicate of {duplicate.keep} (distance {distance})"
         archived += notes.archive([duplicate.drop], reason)
     digest = root / plan.digest
     text = render_digest(plan)
@@ -109,7 +111,7 @@ def render_proposal(plan: ReplayPlan, pattern: Pattern) -> str:
         f"date: {plan.at.date().isoformat()}",
         f"suggested_page: {pattern.slug}",
         f"members: {len(pattern.members)}",
-        f"spread: {pattern.spread:.3f}",
+        f"spread: {fixed(pattern.spread)}",
         "---",
         "",
         f"# Proposed page: {pattern.slug}",
@@ -136,7 +138,7 @@ def render_reconcile(plan: ReplayPlan, conflict: Conflict) -> str:
         "status: proposed",
         "source: replay",
         f"date: {plan.at.date().isoformat()}",
-        f"distance: {conflict.distance:.3f}",
+        f"distance: {fixed(conflict.distance)}",
         "---",
         "",
         "# Two notes to reconcile",
@@ -211,7 +213,8 @@ def render_digest(plan: ReplayPlan) -> str:
             where += f"; amendment {pattern.amendment}"
         entities = ", ".join(ref for ref, _ in pattern.entities) or "-"
         lines.append(
-            f"{i}. {len(pattern.members)} notes, spread {pattern.spread:.3f}, entities {entities}; "
+            f"{i}. {len(pattern.members)} notes, spread {fixed(pattern.spread)}, "
+            f"entities {entities}; "
             f"{where}: {_snippet(pattern.representative.text)}"
         )
     if not plan.patterns:
