@@ -50,12 +50,15 @@ class Sink:
         self.dropped = 0  # alerts the full queue dropped
         self.delivered = 0
 
-    def put(self, logged: Logged) -> None:
-        if len(self.queue) >= QUEUE:
+    def put(self, logged: Logged) -> bool:
+        """Queue an alert; False when the queue was full and its oldest alert was dropped."""
+        full = len(self.queue) >= QUEUE
+        if full:
             self.queue.popleft()
             self.dropped += 1
         self.queue.append(logged)
         self.queued.set()
+        return not full
 
     async def next(self) -> Logged:
         while not self.queue:
@@ -97,7 +100,9 @@ class AlertService:
             return
         if isinstance(logged.event, AlertRaised):
             for sink in self.sinks:
-                sink.put(logged)
+                if not sink.put(logged):
+                    full = f"{QUEUE} alerts wait for the {sink.name} already: the oldest is "
+                    self._judge(f"{sink.name} queue", full + f"dropped ({sink.dropped} so far)")
             return
         due = self.rules.quiet_at()
         alerts = self.rules.see(logged, self.clock())
@@ -147,6 +152,8 @@ class AlertService:
             failure = await sink.send(logged)
             sink.delivered += failure is None
             self._judge(sink.name, failure)
+            if not sink.queue:
+                self._judge(f"{sink.name} queue", None)  # drained: a new overflow is news
 
     async def _notify(self, notifier: str, logged: Logged) -> str | None:
         event = logged.event
@@ -157,10 +164,11 @@ class AlertService:
         return await webhook.post(payload(self.team, logged))
 
     def _judge(self, sink: str, failure: str | None) -> None:
-        """Log a sink's failure once, until it works again."""
+        """Log a sink's failure once, until it works again (emit only: `see` calls it too,
+        as a listener, and the log takes an event emitted there into its next batch)."""
         if failure is None:
             self._failing.discard(sink)
         elif sink not in self._failing:
             self._failing.add(sink)
-            later = "; later failures are not logged until it works again"
+            later = "; said once, until it works again"
             self.log.emit(Warned(panel=None, message=failure + later))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from panels.host.alerts.desktop import command, find_notifier
 from panels.host.alerts.rules import AlertRules
+from panels.host.alerts.service import QUEUE, Sink
 from panels.host.alerts.webhook import payload, shown
 from panels.hostdb import HostEvent, Logged
 from panels.hostdb import catalogue as ev
@@ -111,3 +112,14 @@ def test_the_webhook_body_the_desktop_command_and_where_a_desktop_is() -> None:
     assert find_notifier({}, which) is None  # no desktop session
     assert find_notifier({"WAYLAND_DISPLAY": "wayland-0"}, which) == "/usr/bin/notify-send"
     assert find_notifier({"DISPLAY": ":0"}, lambda name: None) is None  # not installed
+
+
+def test_a_full_sink_queue_drops_its_oldest_alert_and_counts_it() -> None:
+    async def never(logged: Logged) -> str | None:
+        raise AssertionError("not sent here")
+
+    sink = Sink("webhook", never)
+    alerts = [Logged(n, 0.0, ev.AlertRaised(alert="quiet", text=str(n))) for n in range(QUEUE + 2)]
+    assert all(sink.put(a) for a in alerts[:QUEUE])
+    assert not sink.put(alerts[QUEUE]) and not sink.put(alerts[QUEUE + 1])
+    assert sink.dropped == 2 and [a.id for a in sink.queue][:1] == [2] and len(sink.queue) == QUEUE
