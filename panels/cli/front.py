@@ -47,7 +47,7 @@ def open_dashboard(
 
     from panels.ui import make_app
 
-    app = make_app(hostdb_path, read_only=read_only)
+    app = make_app(hostdb_path, read_only=read_only, stops_team=until is not None)
 
     async def front() -> None:
         loop = asyncio.get_running_loop()

@@ -83,10 +83,13 @@ class DashboardApp(OperatorApp):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, hostdb_path: Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, hostdb_path: Path, *, read_only: bool = False, stops_team: bool = False
+    ) -> None:
         super().__init__()
         self.hostdb_path = hostdb_path
         self.read_only = read_only
+        self.stops_team = stops_team
         self.panes: dict[str, PanelPane] = {}
         self.meta: dict[str, str] = {}
         self.replay: str | None = None  # the header's last memory replay (read with the meta)
@@ -320,6 +323,9 @@ class DashboardApp(OperatorApp):
         await self._send(message.verb)
 
 
-def make_app(hostdb_path: Path, *, read_only: bool = False) -> DashboardApp:
-    """The dashboard over the host database at `hostdb_path` (the CLI's and the tests' way)."""
-    return DashboardApp(hostdb_path, read_only=read_only)
+def make_app(
+    hostdb_path: Path, *, read_only: bool = False, stops_team: bool = False
+) -> DashboardApp:
+    """The dashboard over the host database at `hostdb_path` (the CLI's and the tests' way);
+    `stops_team` when the host runs in this process and quitting stops it."""
+    return DashboardApp(hostdb_path, read_only=read_only, stops_team=stops_team)

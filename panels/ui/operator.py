@@ -50,6 +50,7 @@ class OperatorApp(App[None]):
 
     hostdb_path: Path
     read_only: bool
+    stops_team: bool  # quitting stops the host: it runs in this process (`run`, `demo`)
     panes: dict[str, PanelPane]
     meta: dict[str, str]
     sent: list[int]  # ids of the commands this viewer queued
@@ -173,8 +174,7 @@ class OperatorApp(App[None]):
         elif screen == "tokens":
             self.ask_tokens(panel)
         elif screen == "help":
-            self.push_screen(TextScreen("slash commands and keys", help_text() + "\n\n" +
-                                        keys_text(self.BINDINGS)))  # fmt: skip
+            self.push_screen(self.help_page())
         elif screen == "skeleton":
             try:
                 text = await anyio.to_thread.run_sync(skeleton_page, arg)
@@ -183,13 +183,17 @@ class OperatorApp(App[None]):
                 return
             self.push_screen(TextScreen(f"skeleton of {clean(arg, 80)}", text))
 
+    def help_page(self) -> TextScreen:
+        """The slash commands (saying whether quitting stops the team) and the keys."""
+        text = help_text(self.stops_team) + "\n\n" + keys_text(self.BINDINGS)
+        return TextScreen("slash commands and keys", text)
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Bus", "Show or hide the bus pane and its dead letters",
                             partial(self.run_action, "bus"))  # fmt: skip
         yield SystemCommand("Help", "Slash commands and keys",
-                            lambda: self.push_screen(TextScreen("slash commands and keys",
-                                help_text() + "\n\n" + keys_text(self.BINDINGS))))  # fmt: skip
+                            lambda: self.push_screen(self.help_page()))  # fmt: skip
         pane = pane_of(screen.focused)
         if pane is None:
             return

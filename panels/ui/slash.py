@@ -37,6 +37,8 @@ _OWN: tuple[tuple[str, str], ...] = (
     ("/help", "this list, and the keys"),
     ("/quit, /exit", "close this viewer (the team goes on)"),
 )
+# Where the host runs in the dashboard's own process (`mnemara run`, `demo`), quitting stops it.
+QUIT_STOPS = ("/quit, /exit", "close the dashboard and stop the team (its host runs here)")
 _REPLACED = {"/role [PATH]", "/show [N]", "/evict", "/swap MODEL|N", "/tokens N", "/inbox [on|off]",
              "/stop", "/help", "/quit, /exit", "/rewind list"}  # fmt: skip
 HELP = (
@@ -128,9 +130,13 @@ def _simple(command: Command, panel: str) -> Action | None:
     return None
 
 
-def help_text() -> str:
-    width = max(len(usage) for usage, _ in HELP)
-    return "\n".join(f"{usage.ljust(width)}  {what}" for usage, what in HELP)
+def help_text(stops_team: bool = False) -> str:
+    """The commands, as the help screen lists them; `stops_team`: quitting this dashboard
+    stops the team's host (it runs in the dashboard's process), and the list says so."""
+    lines = [QUIT_STOPS if stops_team and usage == QUIT_STOPS[0] else (usage, what)
+             for usage, what in HELP]  # fmt: skip
+    width = max(len(usage) for usage, _ in lines)
+    return "\n".join(f"{usage.ljust(width)}  {what}" for usage, what in lines)
 
 
 def skeleton_page(path: str) -> str:

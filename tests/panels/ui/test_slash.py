@@ -221,3 +221,14 @@ def test_the_help_replaces_only_lines_the_repl_has() -> None:
 
     assert {usage for usage, _ in REPL_HELP} >= slash._REPLACED  # the REPL's list moved on
     assert "/role_doc" in slash.help_text() and "/compress reads" in slash.help_text()
+
+
+def test_the_help_says_what_quitting_does_to_the_team(tmp_path: Path) -> None:
+    from panels.ui.slash import help_text
+
+    viewer, own_host = help_text(), help_text(stops_team=True)
+    assert "close this viewer (the team goes on)" in viewer and "stop the team" not in viewer
+    assert "close the dashboard and stop the team" in own_host and "goes on" not in own_host
+    # `run` and `demo` (a host in this process) build the app that says so; attach does not.
+    assert make_app(tmp_path / "host.sqlite", stops_team=True).stops_team
+    assert not make_app(tmp_path / "host.sqlite").stops_team
