@@ -140,7 +140,10 @@ class AlertService:
             alerts, self._pending = self._pending, []
             due = self.rules.quiet_at()
             if due is not None and self.clock() >= due:
-                quiet = await self._is_quiet()
+                try:
+                    quiet = await self._is_quiet()
+                except Exception:  # the bus did not answer: not quiet, asked again later
+                    quiet = False
                 alerts += self.rules.quiet_checked(self.clock(), quiet)
             if alerts:
                 bell, desktop = self.settings.bell, self.settings.desktop
@@ -149,7 +152,10 @@ class AlertService:
     async def _deliver(self, sink: Sink) -> None:
         while True:
             logged = await sink.next()
-            failure = await sink.send(logged)
+            try:
+                failure = await sink.send(logged)
+            except Exception as exc:  # an alert that cannot go out never stops the host
+                failure = f"the {sink.name} failed on an alert ({type(exc).__name__}: {exc})"
             sink.delivered += failure is None
             self._judge(sink.name, failure)
             if not sink.queue:

@@ -18,11 +18,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
+from panels.host.alerts.service import AlertService, Sink
+from panels.host.control.eventlog import EventLog
+from panels.hostdb import HostDb, Logged
+from panels.hostdb.catalogue import AlertRaised
 from panels.hostdb.verbs import AnswerRequest, Halt, Input
 from runtime.policy.asking import Answer
 from runtime.turn.driver import Done, ToolCall, Usage
@@ -187,3 +191,38 @@ async def test_a_webhook_that_never_answers_holds_back_no_turn_nor_the_desktop(
                 host.request_stop()
                 await host.stopped()
     desktop.close()
+
+
+async def test_a_sink_that_raises_is_said_once_as_a_warning_and_the_service_goes_on(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    log = EventLog(cast(HostDb, None))  # emit only: nothing here is written
+    warned: list[Any] = []
+    log.listen_live(warned.append)
+
+    async def quiet() -> bool:
+        return True
+
+    service = AlertService(make_team(tmp_path, panels("a")), log, quiet)
+    tries: list[int] = []
+    both = anyio.Event()
+
+    async def broken(logged: Logged) -> str | None:
+        tries.append(logged.id)
+        if len(tries) == 2:
+            both.set()
+        raise ValueError("a bug")
+
+    sink = Sink("webhook", broken)
+    service.sinks.append(sink)
+    for n in (1, 2):
+        service.see(Logged(n, 0.0, AlertRaised(alert="quiet", text="q")))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(service._deliver, sink)
+        with anyio.fail_after(10):
+            await both.wait()
+        tg.cancel_scope.cancel()
+    assert tries == [1, 2]
+    assert [w.message for w in warned] == [
+        "the webhook failed on an alert (ValueError: a bug); said once, until it works again"
+    ]
