@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -50,6 +51,31 @@ def test_the_backlog_does_not_ring_and_an_alert_rings_once() -> None:
     said = Logged(3, 1002.0, ev.Said(panel="a", text="hi"))
     assert [a.text for a in ringer.due([old, new, said])] == ["new"]
     assert ringer.due([new]) == []  # read again: already rung
+
+
+class Terminal:
+    """What `AlertRinger.take` uses of an app on a real terminal: its bell and its driver."""
+
+    def __init__(self, *, web: bool = False) -> None:
+        self.is_headless, self.is_web = False, web
+        self._driver = self
+        self.written: list[str] = []
+
+    def bell(self) -> None:
+        self.written.append("BELL")
+
+    def write(self, data: str) -> None:
+        self.written.append(data)
+
+
+def test_take_rings_and_writes_the_sequence_to_the_terminal_but_not_to_the_web() -> None:
+    now = time.time()
+    news = [Logged(1, now, alert("one")), Logged(2, now, alert("two", bell=False, desktop=False))]
+    terminal, web = Terminal(), Terminal(web=True)
+    AlertRinger(env={"TERM": "foot"}).take(cast(Any, terminal), news, team="trio")
+    AlertRinger(env={}).take(cast(Any, web), news, team="trio")
+    assert terminal.written == ["BELL", notification(alert("one"), team="trio", style="777")]
+    assert web.written == ["BELL"]
 
 
 @pytest.mark.anyio
