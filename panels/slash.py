@@ -21,7 +21,9 @@ from runtime.instance.home import InstancePaths
 
 HELP: tuple[tuple[str, str], ...] = (
     ("/role [PATH]", "show the role doc path, or switch to PATH (saved to config)"),
+    ("/role_doc", "print the role doc's path, lane and text (edit the file: next turn reads it)"),
     ("/show [N]", "print the rolling window (last N rows)"),
+    ("/context", "where the input tokens go, and every row with its id and tokens"),
     ("/clear [--all]", "wipe the window; pinned rows and slots stay unless --all"),
     ("/models", "list model shortcuts"),
     ("/swap MODEL|N", "switch model from the next turn (saved to config)"),

@@ -31,6 +31,7 @@ from panels.ui.panelfiles import PanelFiles, find_panel_files
 from panels.ui.storeview import StoreView, WindowState, budget, open_store_view
 from runtime.errors import MnemaraError
 from runtime.instance.roledoc import read_role_doc
+from runtime.window.budget import budget_lines
 from runtime.window.rows import Row, estimate_tokens, text_of
 
 Send = Callable[[Verb], Awaitable[None]]
@@ -48,13 +49,9 @@ def first_line(row: Row, limit: int = 80) -> str:
 
 def budget_text(state: WindowState, role_text: str | None, files: PanelFiles) -> Text:
     """The budget as lines: part, tokens, how the count is known."""
-    lines = []
-    for part in budget(state, role_text, files.config):
-        shown = "?" if part.tokens is None else f"{part.tokens:,}"
-        lines.append(f"{part.name:<22} {shown:>9}  {part.how}")
+    parts = budget(state, role_text, files.config)
     cap = files.config.max_window_tokens
-    lines.append(f"{'window cap':<22} {cap:>9,}  ({len(state.rows)} rows)")
-    return Text("\n".join(lines))
+    return Text("\n".join(budget_lines(parts, cap, len(state.rows))))
 
 
 class SlotForm(ModalScreen[tuple[str, str | None] | None]):

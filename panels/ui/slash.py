@@ -40,7 +40,7 @@ _OWN: tuple[tuple[str, str], ...] = (
 # Where the host runs in the dashboard's own process (`mnemara run`, `demo`), quitting stops it.
 QUIT_STOPS = ("/quit, /exit", "close the dashboard and stop the team (its host runs here)")
 _REPLACED = {"/role [PATH]", "/show [N]", "/evict", "/swap MODEL|N", "/tokens N", "/inbox [on|off]",
-             "/stop", "/help", "/quit, /exit", "/rewind list"}  # fmt: skip
+             "/stop", "/help", "/quit, /exit", "/rewind list", "/role_doc", "/context"}  # fmt: skip
 HELP = (
     _OWN
     + tuple(line for line in REPL_HELP if line[0] not in _REPLACED)

@@ -21,8 +21,9 @@ import aiosqlite
 from runtime.errors import StoreError
 from runtime.instance.config import InstanceConfig
 from runtime.store.codec import ROW_COLUMNS, SLOT_COLUMNS, decode_row, decode_slot
-from runtime.window.inspect import SUMMARY_META_KEYS, WindowSummary, summarize
-from runtime.window.rows import Row, Slot, estimate_tokens
+from runtime.window.budget import Part, input_budget
+from runtime.window.inspect import SUMMARY_META_KEYS, summarize
+from runtime.window.rows import Row, Slot
 
 
 @dataclass(frozen=True)
@@ -32,15 +33,6 @@ class WindowState:
     rows: list[Row]
     slots: list[Slot]
     meta: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of a request's input: its name, tokens (None: unknown) and how they are known."""
-
-    name: str
-    tokens: int | None
-    how: str  # "reported", "estimated", "partly estimated" or why it is unknown
 
 
 class StoreView:
@@ -113,55 +105,7 @@ async def open_store_view(path: Path) -> AsyncIterator[StoreView]:
 
 
 def budget(state: WindowState, role_text: str | None, config: InstanceConfig) -> list[Part]:
-    """Where the next request's input tokens go: role doc, tools and framing, pinned rows,
-    slots, the rest of the window, and the total the service reported for the last turn."""
+    """Where the next request's input tokens go (runtime/window/budget.py, which the REPL's
+    `/context` shares)."""
     summary = summarize(state.rows, state.slots, config, state.meta)
-    role = estimate_tokens(role_text) if role_text else 0
-    unpinned = [r for r in state.rows if not r.pinned]
-    pinned = [r for r in state.rows if r.pinned]
-    parts = [
-        _role(role_text, role),
-        _tools(summary, role),
-        Part("pinned rows", summary.pinned_tokens, _how(pinned)),
-        Part("slots", summary.slot_tokens, "estimated" if state.slots else "none"),
-        Part("window (rolling rows)", summary.tokens - summary.pinned_tokens, _how(unpinned)),
-    ]  # fmt: skip
-    reported = _reported_input(summary)
-    parts.append(Part("last turn's input", reported, "reported" if reported is not None
-                      else "unknown: no turn has reported its usage yet"))  # fmt: skip
-    return parts
-
-
-def _role(text: str | None, tokens: int) -> Part:
-    if text is None:
-        return Part("role doc", None, "unknown: the role doc cannot be read")
-    return Part("role doc", tokens, "estimated" if text else "none (empty or no role doc)")
-
-
-def _how(rows: list[Row]) -> str:
-    exact = sum(1 for r in rows if r.tokens_exact)
-    if not rows:
-        return "none"
-    if exact == len(rows):
-        return "reported"
-    return "estimated" if exact == 0 else "partly estimated"
-
-
-def _reported_input(summary: WindowSummary) -> int | None:
-    usage = summary.last_usage
-    if not usage:
-        return None
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return sum(int(usage.get(k) or 0) for k in keys)
-
-
-def _tools(summary: WindowSummary, role: int) -> Part:
-    """Tool definitions and the prompt's framing are not stored; what the last turn reported
-    beyond the role doc, rows and slots is the best figure there is."""
-    reported = _reported_input(summary)
-    if reported is None:
-        return Part("tools and framing", None, "unknown until a turn reports its usage")
-    rest = reported - role - summary.tokens - summary.slot_tokens
-    if rest < 0:
-        return Part("tools and framing", None, "unknown: the last turn reported less than the rest")
-    return Part("tools and framing", rest, "estimated (last reported input minus the rest)")
+    return input_budget(state.rows, state.slots, summary, role_text)
