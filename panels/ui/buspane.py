@@ -5,17 +5,15 @@ Attributes down: the app gives the pane the bus (`bus_location`, from the host's
 the events that answer a retry (`show_events`). Messages up: selecting a dead letter and
 pressing `r` (or the button) posts `BusPane.RetryAsked`; the app sends the `retry` verb and
 the host applies it. The pane reads the bus itself through peerbus's viewer API
-(`open_view`, read-only), only while it is shown. Names, topics and reasons come from peers:
-cleaned and rendered with markup off.
+(`follow_bus` in busread.py, read-only), only while it is shown. Names, topics and reasons
+come from peers: cleaned and rendered with markup off.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import suppress
 from typing import ClassVar
 
-import anyio
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -29,7 +27,8 @@ from panels.hostdb import HostEvent
 from panels.hostdb.catalogue import VerbApplied
 from panels.hostdb.verbs import Retry
 from panels.text import clean
-from peerbus import BusSnapshot, Flow, PeerbusError, open_view, parse_location
+from panels.ui.busread import bus_counts, follow_bus
+from peerbus import BusSnapshot, Flow
 
 INTERVAL = 0.25  # seconds between polls of the bus file while the pane is shown
 
@@ -105,22 +104,9 @@ class BusPane(Vertical):
         await self._stop()
 
     async def _read(self, location: str) -> None:
-        where = parse_location(location)
-        file = anyio.Path(where.path) if where.scheme == "sqlite" else None
-        while file is not None and not await file.is_file():  # the host makes it as it starts
-            self._say(f"no bus file yet at {clean(location, 200)}")
-            await anyio.sleep(1.0)
-        try:
-            async with open_view(location) as view:
-                while True:
-                    snapshot = await view.poll()
-                    if snapshot is not None:
-                        self.show(snapshot)
-                    await anyio.sleep(INTERVAL)
-        except (sqlite3.Error, PeerbusError) as exc:
-            self._say(f"cannot read the bus at {clean(location, 200)} ({clean(exc)}); "
-                      "press f6 twice to try again")  # fmt: skip
-            self._worker = None
+        await follow_bus(location, show=self.show, say=self._say, interval=INTERVAL,
+                         retry_hint="press f6 twice to try again")  # fmt: skip
+        self._worker = None  # the bus could not be read: f6 twice follows it again
 
     # -- showing ---------------------------------------------------------------------------------
 
@@ -148,13 +134,11 @@ class BusPane(Vertical):
             for row, item in enumerate(snapshot.dead):
                 if (item.id, item.recipient) == (chosen.id, chosen.recipient):
                     dead.move_cursor(row=row)
-        counts: dict[str, int] = {}
-        for item in snapshot.flow:
-            counts[item.status] = counts.get(item.status, 0) + 1
-        shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
+        counts = bus_counts(snapshot)
+        shown = ", ".join(f"{n} {status}" for status, n in counts.by_status) or "none"
         title = self.query_one("#bus-summary", Static)
-        title.update(Text(f"bus: newest {len(snapshot.flow)} deliveries ({shown}); "
-                          f"{len(snapshot.dead)} dead letter(s)"))  # fmt: skip
+        title.update(Text(f"bus: newest {counts.shown} deliveries ({shown}); "
+                          f"{counts.dead} dead letter(s)"))  # fmt: skip
 
     def show_events(self, events: list[HostEvent]) -> None:
         """The host's answers to retries (from any viewer)."""
