@@ -42,7 +42,14 @@ from panels.ui.alerts import AlertRinger
 from panels.ui.approvals import ApprovalQueue, Question
 from panels.ui.buspane import BusPane
 from panels.ui.commands import Sender, open_sender
-from panels.ui.lines import MAX_PANELS, BusActivity, grid_columns, header_line, host_running
+from panels.ui.lines import (
+    MAX_PANELS,
+    BusActivity,
+    grid_columns,
+    header_line,
+    host_running,
+    spare_cells,
+)
 from panels.ui.modals import (
     ApprovalScreen,
     HaltScreen,
@@ -51,6 +58,7 @@ from panels.ui.operator import OperatorApp
 from panels.ui.pane import PanelPane
 from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import Changes, Tail, open_tail
+from panels.ui.teamcell import TeamCell
 from panels.unconfined import META_KEY, warning
 from runtime.policy.asking import Answer
 
@@ -108,7 +116,7 @@ class DashboardApp(OperatorApp):
     def compose(self) -> ComposeResult:
         yield Static(Text("connecting…"), id="header")
         yield Static(Text(""), id="unconfined")  # shown while tools run unconfined
-        yield Grid(id="grid")
+        yield Grid(TeamCell(id="team"), id="grid")  # the panes go before the team cell
         yield BusPane(read_only=self.read_only, id="bus")
         yield Static(Text(""), id="notice")
         yield Footer()
@@ -167,7 +175,9 @@ class DashboardApp(OperatorApp):
             await self._read_replay()
             pid = self.meta.get("pid", "")
             self.running = pid.isdigit() and pid_alive(int(pid))
-            self.main.query_one(BusPane).bus_location = recorded_bus(self.meta) or None
+            bus = recorded_bus(self.meta) or None
+            self.main.query_one(BusPane).bus_location = bus
+            self.main.query_one(TeamCell).bus_location = bus
         if changes.panels is not None:
             await self._show_panels(changes.panels)
         if changes.meta is not None or changes.panels is not None:
@@ -189,6 +199,7 @@ class DashboardApp(OperatorApp):
         self.ringer.take(self, changes.events, team=self.meta.get("team", ""))
         self.bus_activity = self.bus_activity.plus(logged.event for logged in changes.events)
         self.main.query_one(BusPane).show_events([logged.event for logged in changes.events])
+        self.main.query_one(TeamCell).show_events(logged.event for logged in changes.events)
         self._show_approvals()
         self._show_header()
 
@@ -201,7 +212,7 @@ class DashboardApp(OperatorApp):
                     self._notice(f"more than {MAX_PANELS} panels: not all are shown")
                     continue
                 pane = PanelPane(row.name, read_only=self.read_only)
-                await grid.mount(pane)
+                await grid.mount(pane, before=grid.query_one(TeamCell))
                 self.panes[row.name] = pane  # once mounted: what the app reaches in it is there
                 if len(self.panes) == 1:
                     pane.focus_target()
@@ -220,8 +231,14 @@ class DashboardApp(OperatorApp):
     def _layout(self) -> None:
         grid = self.main.query_one("#grid", Grid)
         zoomed = self.zoomed is not None
-        grid.styles.grid_size_columns = 1 if zoomed else grid_columns(len(self.panes))
+        columns = grid_columns(len(self.panes))
+        grid.styles.grid_size_columns = 1 if zoomed else columns
         grid.set_class(zoomed, "zoomed")
+        # The cells the panes leave in their last row show the team (three panels in 2x2).
+        spare = spare_cells(len(self.panes), columns)
+        team = grid.query_one(TeamCell)
+        team.styles.column_span = max(1, spare)
+        team.active = spare > 0 and not zoomed
         for name, pane in self.panes.items():
             pane.set_class(name == self.zoomed, "zoomed")
 
@@ -230,6 +247,8 @@ class DashboardApp(OperatorApp):
         next question's modal when none is shown (never on a read-only viewer)."""
         for name, pane in self.panes.items():
             pane.waiting = tuple(q.request for q in self.approvals.waiting(name))
+        waiting = self.approvals.waiting()
+        self.main.query_one(TeamCell).waiting = tuple((q.panel, q.request) for q in waiting)
         self._answered.intersection_update(q.request for q in self.approvals.waiting())
         if self.asking is not None and not self.approvals.is_open(self.asking.question.request):
             if self.screen is self.asking:

@@ -1,4 +1,7 @@
-"""`Composer`: a pane's multi-line input. Ctrl+S sends, Enter is a newline, Esc clears."""
+"""`Composer`: a pane's multi-line input. Ctrl+S sends, Enter is a newline, Esc clears.
+
+Unfocused it is one row (the transcript above keeps the room); focused it grows to a few
+rows with a border (dashboard.tcss), and shrinks back when the focus leaves."""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ class Composer(TextArea):
             return self.composer
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
+        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
+                         placeholder="type here · ctrl+s sends")  # fmt: skip
 
     def action_submit(self) -> None:
         text = self.text

@@ -35,8 +35,9 @@ def _against(value: str, limit: str | None) -> str:
 
 
 def status_line(row: PanelRow | None) -> str:
-    """One panel's status row in one line: state, turns, window against its cap, spend against
-    its budget, inbox, epoch, model (and dead letters, when there are any)."""
+    """One panel's status row in one line, most important first, as a narrow pane cuts it
+    at its end: state, turns, dead letters (when there are any), window against its cap,
+    spend against its budget, inbox, epoch, model. (The demo's tmux test reads "idle · turns".)"""
     if row is None:
         return "no status yet"
     detail = f" ({clean(row.detail, 40)})" if row.detail else ""
@@ -45,8 +46,8 @@ def status_line(row: PanelRow | None) -> str:
     inbox = f"inbox {row.waiting}" if row.inbox else f"inbox off ({row.waiting} held)"
     dead = f" · {row.dead_letters} dead" if row.dead_letters else ""
     return (
-        f"{clean(row.state, 20)}{detail} · turns {row.turns} · window {window} tok · {spend} · "
-        f"{inbox}{dead} · epoch {row.epoch} · {clean(row.model, 40) or '-'}"
+        f"{clean(row.state, 20)}{detail} · turns {row.turns}{dead} · window {window} tok · "
+        f"{spend} · {inbox} · epoch {row.epoch} · {clean(row.model, 40) or '-'}"
     )
 
 
@@ -127,3 +128,33 @@ def host_running(events: Sequence[ev.HostEvent], was: bool) -> bool:
 def grid_columns(panels: int) -> int:
     """Columns of the pane grid: as square as it gets (1, 2, 2, 2, 3... for 1, 2, 3, 4, 5...)."""
     return max(1, math.ceil(math.sqrt(max(1, min(panels, MAX_PANELS)))))
+
+
+def spare_cells(panels: int, columns: int) -> int:
+    """Cells of the grid's last row that no pane takes (1 for three panels in two columns)."""
+    return -panels % columns if panels > 0 else 0
+
+
+def approvals_line(waiting: Sequence[tuple[str, int]]) -> str:
+    """The team cell's approvals: how many wait, and on which panels (request numbers)."""
+    if not waiting:
+        return "no approval waiting"
+    by_panel: dict[str, list[int]] = {}
+    for panel, request in waiting:
+        by_panel.setdefault(panel, []).append(request)
+    listed = ", ".join(
+        f"{clean(panel, 40)} ({', '.join(str(r) for r in requests)})"
+        for panel, requests in by_panel.items()
+    )
+    return f"{len(waiting)} approval(s) waiting: {listed}"
+
+
+def alert_line(alert: ev.AlertRaised) -> str:
+    """One alert in the team cell: what kind, whose, and what to do."""
+    whose = clean(alert.panel, 40) if alert.panel is not None else "team"
+    return f"{clean(alert.alert, 20)} · {whose} · {clean(alert.text, 300)}"
+
+
+def bus_line(pending: int, dead: int) -> str:
+    """The team cell's bus: messages waiting for a recipient, and dead letters."""
+    return f"bus: {pending} pending · {dead} dead letter(s)"

@@ -49,9 +49,12 @@ class ApprovalScreen(ModalScreen[str | None]):
         with Vertical(id="approval-box"):
             yield Static(Text(f"{clean(q.panel, 40)} asks (request {q.request})"),
                          id="approval-title")  # fmt: skip
-            yield Static(Text(f"tool: {q.tool}"), id="approval-tool")
-            yield Static(Text(q.target), id="approval-target")
-            yield Static(Text(f"why: {q.reason}" if q.reason else ""), id="approval-reason")
+            # A long command or reason scrolls in its own box: the answer buttons stay on
+            # screen at any size (dashboard.tcss bounds the box by the screen's height).
+            with VerticalScroll(id="approval-scroll"):
+                yield Static(Text(f"tool: {q.tool}"), id="approval-tool")
+                yield Static(Text(q.target), id="approval-target")
+                yield Static(Text(f"why: {q.reason}" if q.reason else ""), id="approval-reason")
             yield Static(Text(self._queue_line()), id="approval-queue")
             with Horizontal(id="approval-buttons"):
                 for key, answer in q.answers().items():
@@ -141,10 +144,14 @@ class HaltRecordScreen(ModalScreen[bool]):
             yield Static(Text(f"{clean(self.panel, 40)} is halted{turn}"), classes="record-title")
             yield Static(Text(f"by: {clean(h.by, 60)} ({clean(h.source, 40)})"))
             yield Static(Text(f"rule: {clean(h.rule, 200)}"))
-            yield Static(Text(f"evidence: {clean(h.message, 2_000)}"), classes="record-evidence")
-            yield Static(Text("just before:"), classes="record-label")
-            yield Static(Text("\n".join(clean(line, 300) for line in self.before) or "-"),
-                         classes="record-before")  # fmt: skip
+            # The evidence and the lines before scroll in a box of their own: the buttons stay
+            # on screen at any size (dashboard.tcss bounds it by the screen's height).
+            with VerticalScroll(classes="record-body"):
+                yield Static(Text(f"evidence: {clean(h.message, 2_000)}"),
+                             classes="record-evidence")  # fmt: skip
+                yield Static(Text("just before:"), classes="record-label")
+                yield Static(Text("\n".join(clean(line, 300) for line in self.before) or "-"),
+                             classes="record-before")  # fmt: skip
             with Horizontal(classes="record-buttons"):
                 if not self.read_only:
                     yield Button("resume (r)", id="record-resume", variant="warning")

@@ -62,7 +62,9 @@ class OperatorApp(App[None]):
         return self.screen_stack[0]
 
     def _notice(self, text: str) -> None:
-        self.main.query_one("#notice", Static).update(Text(text))
+        line = self.main.query_one("#notice", Static)
+        line.update(Text(text))
+        line.set_class(bool(text), "shown")  # hidden while empty: the panes keep the row
 
     def open_context(self, panel: str) -> None:
         """The context viewer of `panel` (browse only, on a read-only viewer)."""

@@ -65,6 +65,8 @@ async def test_y_answers_yes_and_the_call_runs(live_host: Any) -> None:
         assert pane.has_class("waiting")
         assert "WAITING for approval (request 1)" in str(pane.query_one(".pane-status").render())
         assert "1 approval(s) waiting" in str(app.query_one("#header").render())
+        # The question's body sits in a scrolling box, mounted a moment after the screen.
+        await until(pilot, lambda: bool(screen.query("#approval-reason")))
         target = shown(screen, "#approval-target")
         assert '"[bold]ok[/bold]"' in target  # markup off: the brackets are text
         assert "\x1b" not in target and "31mred" in target  # the ESC itself never reaches it

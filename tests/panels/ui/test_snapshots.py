@@ -26,6 +26,7 @@ from panels.hostdb import catalogue as ev
 from panels.ui.app import DashboardApp, make_app
 from panels.ui.buspane import BusPane
 from panels.ui.context import ContextScreen
+from panels.ui.teamcell import TeamCell
 from peerbus import open_bus
 from runtime.instance.config import InstanceConfig, save_config
 from runtime.store import TurnStore
@@ -198,6 +199,8 @@ def test_a_zoomed_pane(snap_compare: Compare, tmp_path: Path) -> None:
     async def zoom(pilot: Pilot[Any]) -> None:
         await shown(3)(pilot)
         app.panes["engineer"].focus_target()
+        # The focus moves on the next message loop turn: zooming before it zoomed nothing.
+        await until(pilot, lambda: app.focused_pane() is app.panes["engineer"], "focus")
         app.action_zoom()
         await pilot.pause(0.2)
         app.set_focus(None)
@@ -295,3 +298,71 @@ def test_the_bus_pane_with_a_dead_letter(snap_compare: Compare, tmp_path: Path) 
         app.set_focus(None)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=bus_pane)
+
+
+def alert(panel: str | None, kind: str, text: str) -> ev.AlertRaised:
+    return ev.AlertRaised(panel=panel, alert=kind, text=text, cause=1)
+
+
+def open_team(tmp_path: Path, *, asking: bool) -> DashboardApp:
+    """The demo's three panels mid-story, the team cell beside them: the engineer was asked
+    about `wc` (still waiting, when `asking`; answered otherwise), the alerts said so, and the
+    bus holds one pending message and one dead letter."""
+    bus_path = tmp_path / "bus.sqlite"
+
+    async def traffic() -> None:
+        async with open_bus(bus_path) as bus:
+            await bus.submit("producer", "engineer", {"text": "Task 1"}, topic="task-1")
+            await bus.submit("producer", "watchdog", {"text": "Audit"}, topic="audit")
+            claim = await bus.claim("watchdog")
+            await bus.fail(claim, reason="the turn failed five times: model service broke")
+
+    anyio.run(traffic)
+    rows = [row("producer", kind="producer"),
+            row("engineer", "waiting" if asking else "running", detail="turn 3"),
+            row("watchdog", kind="watchdog", model="claude-haiku-4-5", dead_letters=1)]  # fmt: skip
+    ask = ev.ApprovalAsked(panel="engineer", request=1, tool="Bash", target="wc -w wordcount.py",
+                           reason="not among the allowed commands", always_offered=True,
+                           remember=("wc -w *",), timeout=60.0)  # fmt: skip
+    answered = [] if asking else [ev.ApprovalAnswered(panel="engineer", request=1, answer="yes")]
+    events = [e for name in TRIO for e in streaming(name)] + [
+        ask,
+        alert("watchdog", "failed", "watchdog gave up a message: see the bus pane (f6)"),
+        alert("engineer", "approval", "engineer waits for your answer (request 1)"),
+        *answered,
+    ]
+    app = open_app(tmp_path, rows, events)
+    conn = connect(tmp_path / "host.sqlite", create=False)
+    set_meta(conn, {"bus": str(bus_path)})
+    conn.close()
+    return app
+
+
+async def team_shown(pilot: Pilot[Any]) -> None:
+    """The three panes, and the team cell with the bus read."""
+    app = pilot.app
+    assert isinstance(app, DashboardApp)
+    await shown(3)(pilot)
+    team = app.main.query_one(TeamCell)
+    await until(pilot, lambda: "pending" in str(team.query_one("#team-bus").render()),
+                "read the bus into the team cell")  # fmt: skip
+    app.set_focus(None)
+
+
+@pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 50)], ids=["80x24", "120x40", "200x50"]
+)
+def test_the_demo_at_any_size(snap_compare: Compare, tmp_path: Path, size: tuple[int, int]) -> None:
+    assert snap_compare(open_team(tmp_path, asking=False), terminal_size=size,
+                        run_before=team_shown)  # fmt: skip
+
+
+def test_the_approval_modal_at_80x24(snap_compare: Compare, tmp_path: Path) -> None:
+    app = open_team(tmp_path, asking=True)
+
+    async def asked(pilot: Pilot[Any]) -> None:
+        await team_shown(pilot)
+        await until(pilot, lambda: app.asking is not None and app.screen is app.asking,
+                    "open the approval modal")  # fmt: skip
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=asked)

@@ -12,9 +12,20 @@ from panels.hostdb import PanelRow
 from panels.hostdb import catalogue as ev
 from panels.hostdb import schema as hostdb_schema
 from panels.ui.app import make_app
-from panels.ui.lines import BusActivity, header_line, status_line, tokens
+from panels.ui.busread import bus_counts
+from panels.ui.lines import (
+    BusActivity,
+    alert_line,
+    approvals_line,
+    grid_columns,
+    header_line,
+    spare_cells,
+    status_line,
+    tokens,
+)
 from panels.ui.panelfiles import latest_replay
 from panels.ui.tail import open_tail
+from peerbus import BusSnapshot, Flow
 from tests.panels.ui.conftest import until
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +39,7 @@ def test_the_status_line_shows_window_spend_inbox_epoch_and_model() -> None:
         "idle · turns 3 · window 12.3k/200k tok · $0.41/$2.00 · inbox 3 · epoch 2 · m-1"
     )
     plain = status_line(PanelRow("a", "worker", "paused", inbox=False, waiting=2, dead_letters=1))
-    assert "window 0 tok · $0.00 · inbox off (2 held) · 1 dead" in plain
+    assert plain.startswith("paused · turns 0 · 1 dead · window 0 tok · $0.00 · inbox off (2 held)")
     assert [tokens(n) for n in (950, 1_000, 99_999, 1_500_000)] == ["950", "1k", "100k", "1.5M"]
 
 
@@ -101,3 +112,17 @@ async def test_a_viewer_reads_a_file_an_older_host_wrote(tmp_path: Path) -> None
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 3  # read, never migrated
     raw.close()
+
+
+def test_the_team_cell_lines_and_the_spare_cells_of_the_grid() -> None:
+    assert [spare_cells(n, grid_columns(n)) for n in range(0, 8)] == [0, 0, 0, 1, 0, 1, 0, 2]
+    assert approvals_line(()) == "no approval waiting"
+    waiting = (("engineer", 1), ("producer", 2), ("engineer", 4))
+    assert approvals_line(waiting) == "3 approval(s) waiting: engineer (1, 4), producer (2)"
+    said = ev.AlertRaised(panel=None, alert="quiet", text="the team is quiet\x1b[2J: [b]done")
+    assert alert_line(said) == "quiet · team · the team is quiet[2J: [b]done"
+    flow = tuple(Flow(i, "a", "b", "-", "", status, 1)
+                 for i, status in enumerate(("queued", "claimed", "acked", "queued")))  # fmt: skip
+    counts = bus_counts(BusSnapshot(flow=flow, dead=flow[:1]))
+    assert (counts.pending, counts.dead, counts.shown) == (3, 1, 4)
+    assert counts.by_status == (("acked", 1), ("claimed", 1), ("queued", 2))
