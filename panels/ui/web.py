@@ -39,6 +39,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 STOP_WAIT = 5.0  # seconds a tab's app process has to end once asked to quit
+PAGE_DIR = Path(__file__).with_name("page")  # our page: it loads nothing from outside
 log = logging.getLogger("mnemara.dash")
 
 
@@ -120,11 +121,14 @@ def guard_middleware(guard: Guard) -> Middleware:
 
 
 class GuardedServer(Server):
-    """textual-serve's Server with the guard in front, and page URLs taken from the request
-    (the Host the browser used), so the websocket goes where the page came from."""
+    """textual-serve's Server with the guard in front, our own page (page/dash.html: its
+    script and stylesheet from this server's /static/, local fonts, where textual-serve's
+    page asks a font service on the internet), and page URLs taken from the request (the
+    Host the browser used), so the websocket goes where the page came from."""
 
     def __init__(self, command: str, *, guard: Guard, title: str) -> None:
-        super().__init__(command, host="127.0.0.1", port=guard.port, title=title)
+        super().__init__(command, host="127.0.0.1", port=guard.port, title=title,
+                         templates_path=PAGE_DIR)  # fmt: skip
         self.guard = guard
         self.sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
 
@@ -175,7 +179,7 @@ class GuardedServer(Server):
             await served.stop()
         return websocket
 
-    @aiohttp_jinja2.template("app_index.html")
+    @aiohttp_jinja2.template("dash.html")
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
         base = f"{request.scheme}://{request.host}"
         socket = "wss" if request.scheme == "https" else "ws"

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -192,17 +193,24 @@ def test_on_loopback_other_sites_are_refused(team_db: Path) -> None:
 
 
 class Cdp:
-    """The smallest Chrome DevTools Protocol client: one page, calls matched by id."""
+    """The smallest Chrome DevTools Protocol client: one page, calls matched by id. Every
+    address the page asks for (Network.requestWillBeSent, a websocket's
+    Network.webSocketCreated) is kept in `requested`, blocked or not."""
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self.next_id = 0
+        self.requested: list[str] = []
 
     async def call(self, method: str, **params: Any) -> dict[str, Any]:
         self.next_id += 1
         await self.ws.send_json({"id": self.next_id, "method": method, "params": params})
         async for message in self.ws:
             data = json.loads(message.data)
+            if data.get("method") == "Network.requestWillBeSent":
+                self.requested.append(data["params"]["request"]["url"])
+            elif data.get("method") == "Network.webSocketCreated":
+                self.requested.append(data["params"]["url"])
             if data.get("id") == self.next_id:
                 assert "error" not in data, data
                 result: dict[str, Any] = data["result"]
@@ -238,10 +246,11 @@ def chromium(profile: Path) -> Iterator[int]:
 
 
 async def load_and_read(
-    devtools: int, url: str, expect: Callable[[str], bool]
+    devtools: int, url: str, expect: Callable[[str], bool], requested: list[str] | None = None
 ) -> tuple[str, bytes]:
     """Open `url` in the browser's page, wait until the terminal's text satisfies `expect`,
-    and return that text and a screenshot (PNG)."""
+    and return that text and a screenshot (PNG). Every address the page asked for meanwhile
+    is added to `requested`, when given."""
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{devtools}/json/list") as response:
             targets = await response.json()
@@ -250,8 +259,10 @@ async def load_and_read(
             cdp = Cdp(ws)
             await cdp.call("Network.enable")
             await cdp.call("Page.enable")
-            # No network in tests: the page's web font would be fetched from outside.
-            await cdp.call("Network.setBlockedURLs", urls=["*://fonts.googleapis.com/*"])
+            # No network in tests, even if the page came to ask for a web font again: the
+            # request would still be recorded (and fail the test), never sent.
+            await cdp.call("Network.setBlockedURLs", urls=["*://fonts.googleapis.com/*",
+                                                           "*://fonts.gstatic.com/*"])  # fmt: skip
             await cdp.call("Page.addScriptToEvaluateOnNewDocument", source=HOOK)
             await cdp.call("Page.navigate", url=url)
             deadline = time.monotonic() + WAIT
@@ -263,7 +274,17 @@ async def load_and_read(
                 found = await cdp.call("Runtime.evaluate", expression=SCREEN_TEXT)
                 text = str(found["result"].get("value") or "")
             image = await cdp.call("Page.captureScreenshot", format="png")
+            if requested is not None:
+                requested.extend(cdp.requested)
             return text, base64.b64decode(image["data"])
+
+
+def outside(requested: list[str], page: str) -> list[str]:
+    """The addresses among `requested` that are not the page's own server (data: and blob:
+    addresses never leave the browser)."""
+    own = urlsplit(page).netloc
+    local = ("data", "blob")
+    return [u for u in requested if urlsplit(u).scheme not in local and urlsplit(u).netloc != own]
 
 
 @pytest.mark.slow
@@ -282,14 +303,22 @@ def test_a_browser_shows_every_panel(
         def ready(text: str) -> bool:
             return all(n in text for n in names) and "host running" in text
 
-        text, _ = asyncio.run(load_and_read(devtools, url, ready))
+        requested: list[str] = []
+        text, _ = asyncio.run(load_and_read(devtools, url, ready, requested))
         assert "host running" in text and all(n in text for n in names)
         assert app_processes(host.hostdb_path)
         conn = connect(host.hostdb_path, create=False)
         submit_command(conn, Input(panel="kestrel", text="look down"))
         conn.close()
-        _, image = asyncio.run(load_and_read(devtools, url, lambda t: "hovers over" in t))
+        _, image = asyncio.run(
+            load_and_read(devtools, url, lambda t: "hovers over" in t, requested)
+        )
         shot.write_bytes(image)
+    # Chromium's record of the page's requests: all to the dashboard's own server, and
+    # among them the app's own files and its websocket (an empty record would prove nothing).
+    assert outside(requested, url) == [], requested
+    paths = {urlsplit(u).path for u in requested}
+    assert {"/", "/static/js/textual.js", "/static/css/xterm.css", "/ws"} <= paths, requested
     assert image.startswith(b"\x89PNG") and len(image) > 10_000
     deadline = time.monotonic() + WAIT
     while app_processes(host.hostdb_path):
