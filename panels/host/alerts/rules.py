@@ -64,9 +64,9 @@ def alert_for(event: HostEvent, ident: int) -> Alert | None:
 
 _HINTS: dict[AlertKind, str] = {
     "approval": "answer it in the dashboard or with `mnemara approve`",
-    "halted": "see `mnemara logs`, then resume it",
+    "halted": "see `mnemara logs`, then `mnemara resume` it",
     "failed": "see `mnemara logs`; restart the team when it is fixed",
-    "quiet": "the team has nothing left to do",
+    "quiet": "no turn runs and nothing waits for a panel that may run; see `mnemara ps`",
 }
 
 
