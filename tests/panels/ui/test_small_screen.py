@@ -74,6 +74,13 @@ async def test_every_pane_keeps_five_rows_and_the_composer_grows_only_when_focus
         await until(pilot, lambda: composer.region.height >= 3, "grow the focused composer")
         others = {n: h for n, h in rows(app).items() if n != "engineer"}
         assert all(h >= ROWS for h in others.values()), others
+        # A long text grows it to half the pane at most, inside the pane's border.
+        composer.insert("".join(f"line {i}\n" for i in range(12)))
+        await pilot.pause(0.1)
+        assert 3 <= composer.region.height <= engineer.content_region.height // 2
+        assert engineer.content_region.contains_region(composer.region)
+        assert engineer.transcript.region.height >= 3
+        await pilot.press("escape")  # clears it
         app.set_focus(None)
         await until(pilot, lambda: composer.region.height == 1, "shrink the composer back")
         assert all(n >= ROWS for n in rows(app).values()), rows(app)
