@@ -54,6 +54,7 @@ def pct(samples: list[float], q: float) -> float:
 class Run:
     label: str
     first_request: list[float] = field(default_factory=list)
+    turn_started: list[float] = field(default_factory=list)
     committed: list[float] = field(default_factory=list)
     on_tail: list[float] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
@@ -80,7 +81,7 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
     os.environ["MNEMARA_HOME"] = str(home)
     from panels.host import Host
     from panels.hostdb import Logged, connect, submit_command
-    from panels.hostdb.catalogue import TurnEnded, TurnStored
+    from panels.hostdb.catalogue import TurnEnded, TurnStarted, TurnStored
     from panels.hostdb.verbs import Input
     from panels.team import parse_team
     from panels.ui.tail import open_tail
@@ -97,6 +98,7 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
     arrived: dict[str, list[float]] = {n: [] for n in names}
     answered: dict[str, list[float]] = {n: [] for n in names}
     stored: dict[str, list[float]] = {n: [] for n in names}
+    started: dict[str, list[float]] = {n: [] for n in names}
     tailed: dict[str, list[float]] = {n: [] for n in names}
     ended: dict[str, int] = dict.fromkeys(names, 0)
     changed = anyio.Event()
@@ -113,6 +115,8 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
     def listen(logged: Logged) -> None:
         if isinstance(logged.event, TurnStored):
             stored[str(logged.event.panel)].append(logged.ts)
+        elif isinstance(logged.event, TurnStarted):
+            started[str(logged.event.panel)].append(logged.ts)
 
     stop_tail = False
 
@@ -157,6 +161,7 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
                 await until(lambda n=name, s=seen: ended[n] > s[2] and len(tailed[n]) > s[2])
                 if turn:
                     run.first_request.append(arrived[name][seen[0]] - t0)
+                    run.turn_started.append(started[name][-1] - t0)
                     last = answered[name][-1]
                     run.committed.append(stored[name][-1] - last)
                     run.on_tail.append(tailed[name][-1] - last)
@@ -207,6 +212,7 @@ def spare_cost(state_dir: Path, *, idle: float) -> tuple[list[int], float]:
 
 def report(run: Run) -> None:
     for name, samples in (("input -> first request", run.first_request),
+                          ("  of which input -> turn started", run.turn_started),
                           ("answer -> committed", run.committed),
                           ("answer -> on the dashboard's tail", run.on_tail)):  # fmt: skip
         print(f"{run.label}: {name}: p50 {pct(samples, 0.5):.0f} ms, p95 {pct(samples, 0.95):.0f}"

@@ -228,7 +228,7 @@ class Host:
         marker = marker_env(self.team.state_dir, self.life)
         sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
-            return claude_drivers(marker=marker, sandbox=sandbox)
+            return claude_drivers(marker=marker, sandbox=sandbox, spares=self.team.warm_spares)
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))
@@ -236,8 +236,9 @@ class Host:
         url = await tg.start(server.serve)
         state_dir = self.team.state_dir
         return claude_drivers(
-            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox
-        )
+            rehearsal_url=url, state_dir=state_dir, marker=marker, sandbox=sandbox,
+            spares=self.team.warm_spares,
+        )  # fmt: skip
 
     def _sandbox(self) -> Sandbox | None:
         """The team's sandbox on this machine; sets `sandbox_note` to what it is."""

@@ -116,6 +116,7 @@ class TeamSpec:
     # ("*" expanded to every panel).
     external: Mapping[str, ExternalSpec] = field(default_factory=dict)
     alerts: TeamAlerts = field(default_factory=TeamAlerts)  # `[team.alerts]`
+    warm_spares: int = 1  # `[team] warm_spares`; 1 for solo mode, which builds this in code
 
     @property
     def bus_file(self) -> Path | None:
@@ -238,6 +239,7 @@ def build_spec(
         workdir=resolve_path(base, team.workdir) or base,
         rehearsal=resolve_path(base, team.rehearsal),
         max_concurrent_turns=team.max_concurrent_turns,
+        warm_spares=team.warm_spares,
         digest_interval=team.digest_interval_seconds,
         approval_timeout=team.approval_timeout_seconds,
         runaway_tool_calls=team.runaway_tool_calls,

@@ -228,6 +228,9 @@ class TeamSection(_Model):
     workdir: str | None = None  # panels' working directory; None: the team file's directory
     rehearsal: str | None = None  # a rehearsal script: run offline against the rehearsal model
     max_concurrent_turns: int = Field(default=2, ge=1, le=64)
+    # Warm spares: CLIs started ahead of a panel's next turn (runtime/claude/spare.py), at most
+    # this many per host, for the panels that ran most recently; 0 turns them off.
+    warm_spares: int = Field(default=2, ge=0, le=16)
     digest_interval_seconds: float = Field(default=30.0, gt=0)
     approval_timeout_seconds: float = Field(default=300.0, gt=0)
     # The digest calls a turn with this many tool calls a runaway (an alert for the watchdog).

@@ -7,12 +7,15 @@ only because it can `interrupt()`: the CLI does not stop a turn when its stdin c
 stop through `query()` waits the SDK's 5 s grace before SIGTERM, while an interrupt ends the
 turn at once and the CLI exits as soon as stdin closes. The frames on the wire are the same
 (the prompt goes through the same `stream_input` path as `query()`).
+
+A turn may instead take a warm spare (spare.py): the same process, started earlier by
+`prepare` with the same options and waiting for its one message, used only when it was built
+for exactly this turn's request (its fingerprint); its callbacks go to this turn (binding.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import ExitStack, aclosing, suppress
 from pathlib import Path
@@ -22,23 +25,24 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from runtime.claude.approval import ApprovalGate
+from runtime.claude.binding import Binding
 from runtime.claude.bundled import bundled_cli
 from runtime.claude.events import TurnMapper
 from runtime.claude.failures import classify_exception
 from runtime.claude.options import build_env, build_options
+from runtime.claude.pool import SparePool
+from runtime.claude.spare import PromptSlot, Spare, cli_process, fingerprint
 from runtime.turn.driver import DriverEvent, ErrorEvent, TurnRequest
 from runtime.window.rows import Block
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import ClaudeSDKClient, Message, Transport
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, Transport
 
     from runtime.sandbox import Sandbox
 
 # How long a stop waits for the CLI to confirm the interrupt before closing anyway (the SDK's
 # close then escalates to SIGTERM and SIGKILL on its own bounded timers).
 INTERRUPT_GRACE_S = 2.0
-STDERR_TAIL_LINES = 20
 
 
 async def one_user_message(blocks: Iterable[Block]) -> AsyncIterator[dict[str, Any]]:
@@ -57,7 +61,8 @@ class ClaudeDriver:
 
     `transport_factory` replaces the CLI subprocess with another SDK `Transport` (tests use a
     fake one that speaks the CLI's stream-json protocol); the SDK then builds no CLI flags.
-    With `sandbox`, every turn's CLI runs confined by it (runtime/sandbox/).
+    With `sandbox`, every turn's CLI runs confined by it (runtime/sandbox/). With `pool`
+    (the host's limit), `prepare` keeps a warm spare for the next turn (spare.py).
     """
 
     def __init__(
@@ -67,11 +72,17 @@ class ClaudeDriver:
         env: Mapping[str, str] | None = None,
         transport_factory: Callable[[], Transport] | None = None,
         sandbox: Sandbox | None = None,
+        pool: SparePool[ClaudeDriver] | None = None,
     ) -> None:
         self._cli_path = cli_path
         self._env = dict(env or {})
         self._transport_factory = transport_factory
         self.sandbox = sandbox
+        self.pool = pool
+        self._spare: Spare | None = None
+        self._spare_lock: anyio.Lock | None = None
+        self.spares_used = 0  # turns that ran on a spare
+        self.spares_discarded = 0  # spares a turn found stale (or dead) and killed
 
     def _confine(self, stack: ExitStack, request: TurnRequest) -> str | None:
         """The `cli_path` of this turn: a sandbox launcher when the driver has a sandbox."""
@@ -84,6 +95,108 @@ class ClaudeDriver:
         env = {**os.environ, **build_env(request, self._env)}
         launcher = stack.enter_context(self.sandbox.turn(cli=cli, cwd=request.cwd, env=env))
         return str(launcher)
+
+    def fingerprint(self, request: TurnRequest) -> str:
+        """What a spare for `request` must have been built from (spare.py)."""
+        facts = {
+            "cli_path": self._cli_path,
+            "env": self._env,
+            "sandbox": repr(self.sandbox),
+            "transport": self._transport_factory is not None,
+        }
+        return fingerprint(request, facts)
+
+    def _options(
+        self, request: TurnRequest, binding: Binding, stack: ExitStack
+    ) -> tuple[ClaudeAgentOptions, Transport | None]:
+        options = build_options(
+            request, binding=binding, cli_path=self._confine(stack, request), env=self._env
+        )
+        return options, self._transport_factory() if self._transport_factory else None
+
+    # -- warm spares ----------------------------------------------------------------------------
+
+    def _lock(self) -> anyio.Lock:
+        if self._spare_lock is None:
+            self._spare_lock = anyio.Lock()
+        return self._spare_lock
+
+    @property
+    def spare(self) -> Spare | None:
+        return self._spare
+
+    async def prepare(self, request: TurnRequest, *, rank: float) -> bool:
+        """Keep a spare for the next turn shaped like `request` (runtime.turn's WarmDriver)."""
+        pool = self.pool
+        if pool is None or pool.limit == 0:
+            return False
+        shape = self.fingerprint(request)
+        current = self._spare
+        if current is not None and current.fingerprint == shape and current.alive():
+            pool.admit(self, rank)
+            pool.ready(self)
+            return True
+        await self.discard_spare()
+        admitted, victim = pool.admit(self, rank)
+        if not admitted:
+            return False
+        built: Spare | None = None
+        try:
+            if victim is not None:
+                await victim.discard_spare()  # first: never more than the limit alive
+            async with self._lock():
+                built = await self._build(request, shape)
+                self._spare = built
+        finally:
+            if built is None:
+                pool.release(self)
+            else:
+                pool.ready(self)
+        return built is not None
+
+    async def _build(self, request: TurnRequest, shape: str) -> Spare | None:
+        from claude_agent_sdk import ClaudeSDKClient
+
+        resources, binding, slot = ExitStack(), Binding(), PromptSlot()
+        try:
+            options, transport = self._options(request, binding, resources)
+            client = ClaudeSDKClient(options, transport=transport)
+            await client.connect(prompt=slot.stream())  # the SDK disconnects on a failure
+        except Exception:
+            slot.close()
+            resources.close()
+            return None  # no spare: the turn starts its process as it always did
+        except BaseException:
+            slot.close()
+            resources.close()
+            raise
+        return Spare(shape, client, binding, slot, resources)
+
+    async def discard_spare(self) -> None:
+        async with self._lock():
+            spare, self._spare = self._spare, None
+        if self.pool is not None:
+            self.pool.release(self)
+        if spare is not None:
+            await _kill(spare)
+
+    async def _take(self, request: TurnRequest) -> Spare | None:
+        """The spare, when it was built for exactly this request and is alive; else None
+        (a spare there was is killed first)."""
+        async with self._lock():
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if self.pool is not None:
+            self.pool.release(self)  # a turn's process now, not a spare
+        if spare.fingerprint == self.fingerprint(request) and spare.alive():
+            self.spares_used += 1
+            return spare
+        self.spares_discarded += 1
+        await _kill(spare)
+        return None
+
+    # -- a turn ---------------------------------------------------------------------------------
 
     async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
         """Stream one turn's events. Stop the turn by cancelling, or by `aclose()`-ing this
@@ -99,26 +212,29 @@ class ClaudeDriver:
     ) -> AsyncGenerator[DriverEvent, None]:
         from claude_agent_sdk import ClaudeSDKClient
 
-        stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         mapper = TurnMapper()
-        try:
-            options = build_options(
-                request,
-                gate=ApprovalGate(request.approver),
-                cli_path=self._confine(stack, request),
-                env=self._env,
-                stderr=stderr_tail.append,
-            )
-            transport = self._transport_factory() if self._transport_factory else None
-        except Exception as exc:
-            yield ErrorEvent("other", f"could not configure the turn: {exc}")
-            return
-        client = ClaudeSDKClient(options, transport=transport)
+        spare = await self._take(request)
+        if spare is not None:
+            stack.enter_context(spare.resources)
+            binding, client = spare.binding, spare.client
+            binding.bind(request)  # its callbacks are this turn's from here on
+            spare.slot.give(request.blocks)
+        else:
+            binding = Binding()
+            binding.bind(request)
+            try:
+                options, transport = self._options(request, binding, stack)
+            except Exception as exc:
+                yield ErrorEvent("other", f"could not configure the turn: {exc}")
+                return
+            client = ClaudeSDKClient(options, transport=transport)
+        stderr_tail = binding.stderr_tail
         # True while the CLI may still be running the turn: leaving then means a stop.
         mid_turn = True
         try:
             try:
-                await client.connect(prompt=one_user_message(request.blocks))
+                if spare is None:
+                    await client.connect(prompt=one_user_message(request.blocks))
                 stream = cast("AsyncGenerator[Message, None]", client.receive_messages())
                 async with aclosing(stream) as messages:
                     async for message in messages:
@@ -137,6 +253,17 @@ class ClaudeDriver:
             yield ErrorEvent("cli", said)
         finally:
             await _stop(client, interrupt=mid_turn)
+            if spare is not None:
+                spare.slot.close()  # its stream's ends, if the SDK never got to read it
+
+
+async def _kill(spare: Spare) -> None:
+    """End a spare that no turn will use: its prompt stream ends with nothing sent, so the
+    SDK closes the CLI's stdin; then its process is stopped and its sandbox removed."""
+    with anyio.CancelScope(shield=True):
+        spare.slot.close()
+        await _stop(spare.client, interrupt=False)
+        spare.resources.close()
 
 
 async def _stop(client: ClaudeSDKClient, *, interrupt: bool) -> None:
@@ -150,7 +277,7 @@ async def _stop(client: ClaudeSDKClient, *, interrupt: bool) -> None:
         if interrupt:
             with anyio.move_on_after(INTERRUPT_GRACE_S), suppress(Exception):
                 await client.interrupt()
-        process = _cli_process(client)  # the SDK forgets it on disconnect
+        process = cli_process(client)  # the SDK forgets it on disconnect
         with suppress(Exception):
             await client.disconnect()
         if process is not None:
@@ -164,12 +291,3 @@ async def _stop(client: ClaudeSDKClient, *, interrupt: bool) -> None:
                 await process.aclose()
             for _ in range(3):
                 await anyio.lowlevel.checkpoint()
-
-
-def _cli_process(client: ClaudeSDKClient) -> anyio.abc.Process | None:
-    """The CLI's process as the SDK's own subprocess transport holds it, else None (a custom
-    transport). Private attributes of claude-agent-sdk 0.2.189-0.2.190, read defensively: a
-    release that renames them makes this None, and only the pipes' early close is lost
-    (tests/runtime/claude/test_claude_real_cli.py, the lingering-CLI test, then fails)."""
-    process = getattr(getattr(client, "_transport", None), "_process", None)
-    return process if isinstance(process, anyio.abc.Process) else None

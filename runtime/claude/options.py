@@ -16,10 +16,10 @@ of the request and so the prompt cache (see shared/reference/claude-cli-requests
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from runtime.claude.approval import ApprovalGate
+from runtime.claude.binding import Binding
 from runtime.claude.tools import build_mcp_servers
 from runtime.turn.driver import TurnRequest
 
@@ -61,12 +61,13 @@ def build_env(request: TurnRequest, driver_env: Mapping[str, str] | None = None)
 def build_options(
     request: TurnRequest,
     *,
-    gate: ApprovalGate,
+    binding: Binding,
     cli_path: str | None = None,
     env: Mapping[str, str] | None = None,
-    stderr: Callable[[str], None] | None = None,
 ) -> ClaudeAgentOptions:
-    """The SDK options for one turn. Pure apart from building the in-process tool server."""
+    """The SDK options of a CLI process shaped by `request` (its blocks are not used): every
+    callback goes through `binding`, to the turn the process serves. Pure apart from
+    building the in-process tool server."""
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     return ClaudeAgentOptions(
@@ -88,19 +89,19 @@ def build_options(
         verbatim_prompts=True,
         # Only the servers we pass: a .mcp.json in the cwd must not change the tool list.
         strict_mcp_config=True,
-        mcp_servers=build_mcp_servers(request.sdk_tools, request.mcp_servers),
+        mcp_servers=build_mcp_servers(request.sdk_tools, request.mcp_servers, binding.call),
         extra_args={"no-session-persistence": None},
         # matcher None = every tool, including MCP tools and ones the CLI auto-approves.
         hooks={
             "PreToolUse": [
                 HookMatcher(
                     matcher=None,
-                    hooks=[gate.pre_tool_use],
+                    hooks=[binding.pre_tool_use],
                     timeout=APPROVAL_HOOK_TIMEOUT_S,
                     on_failure="block",
                 )
             ]
         },
-        can_use_tool=gate.can_use_tool,
-        stderr=stderr,
+        can_use_tool=binding.can_use_tool,
+        stderr=binding.on_stderr,
     )

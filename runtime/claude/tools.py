@@ -2,17 +2,23 @@
 
 Every `ToolSpec` of a turn is served by one in-process SDK MCP server named `mnemara`, so the
 model sees it as `mcp__mnemara__<name>`. A handler that raises becomes an error result the
-model can read; it never fails the turn.
+model can read; it never fails the turn. The server holds only each tool's name, description
+and schema: a call goes to `call(name, arguments)`, the binding of the turn the CLI process
+serves (binding.py), so a process started before its turn runs that turn's handlers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from runtime.turn.driver import SDK_SERVER_NAME, McpServerSpec, ToolSpec, call_tool
+from runtime.turn.driver import SDK_SERVER_NAME, McpServerSpec, ToolOutput, ToolSpec
 
 if TYPE_CHECKING:
     from claude_agent_sdk import McpServerConfig, SdkMcpTool
+
+# How a tool call reaches its handler: (the spec's name, the arguments) -> its output.
+ToolCaller = Callable[[str, dict[str, Any]], Awaitable[ToolOutput]]
 
 
 def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -23,11 +29,11 @@ def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {}, **schema}
 
 
-def sdk_tool(spec: ToolSpec) -> SdkMcpTool[Any]:
+def sdk_tool(spec: ToolSpec, call: ToolCaller) -> SdkMcpTool[Any]:
     from claude_agent_sdk import SdkMcpTool
 
     async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
-        output = await call_tool(spec, arguments)
+        output = await call(spec.name, arguments)
         return {"content": [{"type": "text", "text": output.text}], "is_error": output.is_error}
 
     return SdkMcpTool(
@@ -48,7 +54,7 @@ def _stdio_server(spec: McpServerSpec) -> McpServerConfig:
 
 
 def build_mcp_servers(
-    sdk_tools: tuple[ToolSpec, ...], stdio: tuple[McpServerSpec, ...]
+    sdk_tools: tuple[ToolSpec, ...], stdio: tuple[McpServerSpec, ...], call: ToolCaller
 ) -> dict[str, McpServerConfig]:
     """The `mcp_servers` option: stdio servers by name, then our SDK server (if any tools)."""
     from claude_agent_sdk import create_sdk_mcp_server
@@ -60,6 +66,6 @@ def build_mcp_servers(
         servers[spec.name] = _stdio_server(spec)
     if sdk_tools:
         servers[SDK_SERVER_NAME] = create_sdk_mcp_server(
-            SDK_SERVER_NAME, tools=[sdk_tool(spec) for spec in sdk_tools]
+            SDK_SERVER_NAME, tools=[sdk_tool(spec, call) for spec in sdk_tools]
         )
     return servers

@@ -66,5 +66,15 @@ class TtlChooser:
             return setting
         return "1h" if any(p >= LONG_PAUSE for p in self._pauses) else "5m"
 
+    def peek(self, setting: TtlSetting) -> CacheTtl:
+        """The lifetime a turn starting now would get, recording nothing (a warm spare's
+        guess; a turn that gets another lifetime does not use that spare)."""
+        if setting != "auto":
+            return setting
+        pauses = list(self._pauses)
+        if self._ended_at is not None:
+            pauses = [*pauses, self.clock() - self._ended_at][-HISTORY:]
+        return "1h" if any(p >= LONG_PAUSE for p in pauses) else "5m"
+
     def end_turn(self) -> None:
         self._ended_at = self.clock()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from runtime.window.rows import Block
 
@@ -165,9 +165,27 @@ class TurnRequest:
     max_turns: int | None = None  # model requests allowed in this turn (the SDK's max_turns)
     bash_timeout_seconds: int = 60
     env: dict[str, str] = field(default_factory=dict)
+    # What else the CLI process must have been started for (the role doc's bytes, the
+    # config): a warm spare built for another key is not used (runtime/claude/spare.py).
+    spare_key: str = ""
 
 
 class AgentDriver(Protocol):
     """Runs one turn and streams its events. Cancelling the iteration stops the turn."""
 
     def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]: ...
+
+
+@runtime_checkable
+class WarmDriver(Protocol):
+    """A driver that can start the next turn's process ahead of it (a warm spare)."""
+
+    async def prepare(self, request: TurnRequest, *, rank: float) -> bool:
+        """Have a spare ready for a turn shaped like `request` (its blocks unused); False
+        when none is kept (the host's limit, or it could not start). `rank`: how likely the
+        panel is to turn next (higher: sooner), for the host's limit."""
+        ...
+
+    async def discard_spare(self) -> None:
+        """Kill the spare, if any, and wait for it to be gone."""
+        ...

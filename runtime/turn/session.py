@@ -58,10 +58,10 @@ from runtime.tools.aftercare import (
     trim_window,
     window_caps,
 )
-from runtime.tools.mcp_wire import stdio_servers
-from runtime.turn.cache_ttl import CacheTtl, cli_env
+from runtime.turn.cache_ttl import CacheTtl
 from runtime.turn.driver import (
     Cost,
+    Done,
     DriverEvent,
     ErrorEvent,
     TurnRequest,
@@ -77,6 +77,7 @@ from runtime.turn.events import (
 )
 from runtime.turn.prompt import build_prompt
 from runtime.turn.recorder import TurnRecorder
+from runtime.turn.request import spare_request, turn_request
 from runtime.turn.state import SessionState
 from runtime.window.plan import TrimPlan
 from runtime.window.rows import Consumed, NewRow, OutboxDraft, estimate_tokens
@@ -84,6 +85,10 @@ from runtime.window.rows import Consumed, NewRow, OutboxDraft, estimate_tokens
 
 class Session(SessionState):
     """One panel's session: `turn` runs one turn (the module's docstring says how)."""
+
+    def spare_request(self) -> TurnRequest | None:
+        """The next turn's request without its prompt, for a warm spare (request.py)."""
+        return spare_request(self)
 
     async def _halt(self, record: HaltRecord, user_id: int | None, ids: Sequence[int]) -> Halted:
         if ids:  # the calls in the evidence are in this turn's assistant row
@@ -147,12 +152,15 @@ class Session(SessionState):
         consumed = Consumed(source, tuple(consumed_ids))
         recorder = TurnRecorder(result_cap=self.config.tool_result_max_chars)
         committed = False
+        # A driver whose turn is done (it said Done): closed after the commit, not before, so
+        # the commit does not wait for the CLI process to exit (about 0.1 s).
+        finished: AsyncGenerator[DriverEvent, None] | None = None
         try:
             for attempt in (1, 2):
                 failure = None
-                driving = self._drive(system, user_id, text, inbox, ttl, parts)
-                async with aclosing(driving) as events:
-                    async for event in events:
+                driving = self._drive(system, user_id, text, inbox, ttl, parts, role.text)
+                try:
+                    async for event in driving:
                         if isinstance(event, ErrorEvent):
                             failure = event
                             break
@@ -164,6 +172,12 @@ class Session(SessionState):
                         # usage can come between the call and its refusal: go on to the refusal.
                         if self.guard.halted is not None and not isinstance(event, Usage | Cost):
                             break
+                        if isinstance(event, Done):
+                            finished = driving
+                            break
+                finally:
+                    if finished is not driving:
+                        await driving.aclose()
                 if failure is None:
                     break
                 self.debug.write(
@@ -220,6 +234,9 @@ class Session(SessionState):
                     recorder.note(STOPPED_NOTE)
                     await self._commit(user_id, recorder, consumed, sends, notes)
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
+            if finished is not None:
+                with anyio.CancelScope(shield=True):
+                    await finished.aclose()  # its own stop is bounded (ClaudeDriver's _stop)
         if care:
             await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
             plan = await trim_window(self.store, self.config, self.debug)
@@ -252,6 +269,7 @@ class Session(SessionState):
         inbox: str | None,
         ttl: CacheTtl,
         parts: PromptParts,
+        role_text: str,
     ) -> AsyncGenerator[DriverEvent, None]:
         # One read of the window; only rows new or changed since the last turn are rendered.
         window, slots = parts
@@ -264,18 +282,8 @@ class Session(SessionState):
             input_text=text,
             cache_ttl=ttl,
         )
-        request = TurnRequest(
-            system=prompt.system,
-            blocks=prompt.blocks,
-            model=self.config.model,
-            approver=self.approver,
-            cwd=self.cwd,
-            sdk_tools=self.tools,
-            mcp_servers=stdio_servers(self.config.mcp_servers, self.paths.debug_log),
-            max_budget_usd=self.guard.budget.sdk_max_budget_usd(),
-            bash_timeout_seconds=self.config.bash_timeout_seconds,
-            max_turns=self.guard.budget.sdk_max_turns(),
-            env=cli_env(ttl),
+        request = turn_request(
+            self, system=prompt.system, blocks=prompt.blocks, ttl=ttl, role_text=role_text
         )
         async with aclosing(self.driver.run_turn(request)) as events:
             async for event in events:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -228,8 +228,10 @@ class RaisesAfter:
         self.raised = 0
 
     async def run_turn(self, request: Any) -> Any:
-        async for event in self.scripted.run_turn(request):
-            yield event
+        # Closed at its Done (the session commits, then closes the driver): close the inner one.
+        async with aclosing(self.scripted.run_turn(request)) as events:
+            async for event in events:
+                yield event
         if self.raised == 0:
             self.raised += 1
             raise RuntimeError("the driver broke")

@@ -27,22 +27,26 @@ def claude_drivers(
     state_dir: Path | None = None,
     marker: Mapping[str, str] | None = None,
     sandbox: Sandbox | None = None,
+    spares: int = 0,
 ) -> DriverFactory:
     """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model.
 
-    `marker` (orphans.marker_env) is added to every CLI's environment; with `sandbox`, every
-    turn's CLI runs inside it.
+    `marker` (orphans.marker_env) is added to every CLI's environment, a warm spare's too;
+    with `sandbox`, every turn's CLI runs inside it. `spares`: how many warm spares the
+    drivers of this factory (one host) may keep alive at once (runtime/claude/pool.py).
     """
     from runtime.claude import ClaudeDriver
+    from runtime.claude.pool import SparePool
 
     mark = dict(marker or {})
+    pool: SparePool[ClaudeDriver] = SparePool(spares)
 
     def make(spec: PanelSpec) -> AgentDriver:
         if rehearsal_url is None:
-            return ClaudeDriver(env=mark, sandbox=sandbox)
+            return ClaudeDriver(env=mark, sandbox=sandbox, pool=pool)
         home = (state_dir or Path.cwd()) / "cli-home" / spec.name
         url = f"{rehearsal_url}/p/{spec.name}"
         env = {**rehearsal_env(url, home, retries=False), **mark}
-        return ClaudeDriver(env=env, sandbox=sandbox)
+        return ClaudeDriver(env=env, sandbox=sandbox, pool=pool)
 
     return make

@@ -8,10 +8,10 @@ previous epoch then arrive flagged as stale.
 The loop, while the panel may run: take a turn slot, claim operator input (its own route,
 so it goes first and passes a closed inbox), then the peer inbox if it is on; skip what the
 turn store already consumed (a redelivery after a crash: acked, not run again); run the
-turn; settle. With nothing to do it waits for its wake-up flag, set by the bus watcher and
-by control verbs. Before its first claim, a life publishes what an earlier life's committed
-turns queued and did not get out (outbox.py): a crash between a commit and its publish
-loses no send.
+turn; settle. With nothing to do it has a warm spare readied for its next turn (spares.py)
+and waits for its wake-up flag, set by the bus watcher and by control verbs. Before its
+first claim, a life publishes what an earlier life's committed turns queued and did not get
+out (outbox.py): a crash between a commit and its publish loses no send.
 
 When the team's bus is foreign, operator input waits on the host's own bus (services.py).
 The turn store keeps consumed ids per bus (its `source`), so a turn then takes from one bus
@@ -49,6 +49,7 @@ from panels.host.delivery.tickets import Tickets
 from panels.host.services import HostServices
 from panels.host.turns.instances import prepare_panel
 from panels.host.turns.panel import PanelRunner
+from panels.host.turns.spares import cool, warm
 from panels.host.turns.states import PanelState
 from panels.host.turns.turn import run_turn
 from panels.hostdb.catalogue import DeadLettered, PanelStarted, RedeliverySkipped
@@ -57,7 +58,7 @@ from panels.unconfined import tools_state
 from peerbus import BusBackend, Claim, read_original_watermark
 from runtime.guard.policy import containment_for
 from runtime.instance.home import InstancePaths
-from runtime.turn.driver import ToolSpec
+from runtime.turn.driver import AgentDriver, ToolSpec
 from runtime.turn.open import open_session
 from runtime.turn.session import Session
 
@@ -113,9 +114,10 @@ async def live(
         runner.set_state(runner.resting_state(), runner.halt_detail())
         task_status.started()
         try:
-            await _loop(runner, session, tickets)
+            await _loop(runner, session, tickets, driver)
         finally:
             runner.session = None
+            await cool(driver)
 
 
 async def _take_over(host: HostServices, spec: PanelSpec) -> dict[str, Any]:
@@ -135,13 +137,16 @@ async def _take_over(host: HostServices, spec: PanelSpec) -> dict[str, Any]:
     }
 
 
-async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None:
+async def _loop(
+    runner: PanelRunner, session: Session, tickets: Tickets, driver: AgentDriver
+) -> None:
     host = runner.host
     # A watchdog must be able to act while the workers hold every slot: it has its own.
     slots = anyio.CapacityLimiter(1) if runner.spec.is_watchdog else host.slots
     while not runner.stopping:
         wake = runner.wakeup.event
         if runner.blocked():
+            await cool(driver)  # paused, halted or stopping: no process waits for a turn
             if not runner.in_turn:
                 runner.set_state(runner.resting_state(), runner.detail)
             await host.log.commit()  # a halt the guard made as the panel stopped is on disk
@@ -152,6 +157,7 @@ async def _loop(runner: PanelRunner, session: Session, tickets: Tickets) -> None
             if ran:
                 await runner.count_window()
         if not ran:
+            await warm(runner, session, driver)  # nothing to deliver: ready the next turn
             with anyio.move_on_after(host.idle_recheck):
                 await wake.wait()
 

@@ -80,6 +80,8 @@ class PanelRunner:
         )
         self.guard.on_record.append(self._on_record)
         self.turns = 0
+        # When its last turn ended (0: none yet): the rank of its warm spare (spares.py).
+        self.last_active = 0.0
         self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
         # Poison isolation (poison.py): what failed alone since the last good turn, the ids
         # dead-lettered as poison, and the ids of the turn whose failure ended the last life
@@ -266,6 +268,7 @@ class PanelRunner:
         if self.session is not None:
             self.session.config = self.session.config.model_copy(update={"model": model})
         self.host.log.emit(ModelChanged(panel=self.name, model=model))
+        self.wakeup.set()  # an idle life replaces a spare built for the old model
 
     def stop_turn(self) -> bool:
         """Stop the turn in flight, if any (its rows are kept, marked)."""

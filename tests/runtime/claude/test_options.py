@@ -9,7 +9,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from runtime.claude import ClaudeDriver, build_env, build_options
-from runtime.claude.approval import ApprovalGate
+from runtime.claude.binding import Binding
 from runtime.claude.tools import build_mcp_servers
 from runtime.turn.driver import ErrorEvent, McpServerSpec, ToolOutput, ToolSpec
 
@@ -19,7 +19,9 @@ async def _noop(args: dict[str, Any]) -> ToolOutput:
 
 
 def options_for(request: Any, **kwargs: Any) -> ClaudeAgentOptions:
-    return build_options(request, gate=ApprovalGate(request.approver), **kwargs)
+    binding = Binding()
+    binding.bind(request)
+    return build_options(request, binding=binding, **kwargs)
 
 
 def test_options_keep_the_prompt_and_tools_fixed_and_permissions_ours(
@@ -127,9 +129,9 @@ def test_mcp_servers_sdk_tools_as_one_server_and_stdio_ones(make_request: Any) -
 
 def test_a_reserved_or_repeated_server_name_is_refused() -> None:
     with pytest.raises(ValueError, match="mnemara"):
-        build_mcp_servers((), (McpServerSpec("mnemara", "x"),))
+        build_mcp_servers((), (McpServerSpec("mnemara", "x"),), Binding().call)
     with pytest.raises(ValueError, match="twice"):
-        build_mcp_servers((), (McpServerSpec("a", "x"), McpServerSpec("a", "y")))
+        build_mcp_servers((), (McpServerSpec("a", "x"), McpServerSpec("a", "y")), Binding().call)
 
 
 @pytest.mark.anyio

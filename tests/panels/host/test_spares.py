@@ -1,0 +1,104 @@
+"""Warm spares in a host (panels/host/turns/spares.py), with real CLIs on the rehearsal model.
+
+One host of three panels and a limit of one spare: never more than one spare alive, the
+spare goes to the panel that turned last (the one it had is killed first), none is left once
+the host stops; and a spare an earlier life left behind (its host killed with -9, simulated
+by a driver whose spare is never discarded) carries the host's marker and is swept at the
+next start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+
+from panels.host.turns.drivers import claude_drivers
+from panels.host.turns.orphans import find_orphans, marker_env
+from panels.hostdb import connect, submit_command
+from panels.hostdb.verbs import Input
+from panels.procfs import pid_alive
+from runtime.claude import ClaudeDriver
+from runtime.claude.pool import SparePool
+from runtime.rehearsal import open_rehearsal_server, parse_script
+from runtime.rehearsal.env import rehearsal_env
+from runtime.turn.driver import Decision, ToolCallRequest, TurnRequest
+from tests.panels.host.conftest import make_team, panels
+from tests.panels.host.test_lifecycle import CLI, LINUX
+
+NAMES = ("p0", "p1", "p2")
+SCRIPT = "".join(f'[panels.{n}]\nfallback_text = "ok"\n' for n in NAMES)
+
+pytestmark = [
+    LINUX,
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CLI.exists(), reason=f"the SDK's bundled CLI is absent ({CLI})"),
+]
+
+
+class Refuse:
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        return Decision(allow=False)
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_spares_are_bounded_follow_the_last_turn_and_never_outlive_their_host(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels(*NAMES), extra="warm_spares = 1")
+    assert team.warm_spares == 1
+    state = team.state_dir
+    async with open_rehearsal_server(parse_script(SCRIPT)) as server:
+        # What a host killed with -9 leaves: a spare marked with its life, never discarded.
+        url = server.base_url_for("p0")
+        env = {**rehearsal_env(url, tmp_path / "cli-dead"), **marker_env(state, "dead")}
+        leftover = ClaudeDriver(env=env, pool=SparePool(1))
+        request = TurnRequest("role", (), "claude-sonnet-4-5", Refuse(), team.workdir)
+        assert await leftover.prepare(request, rank=0.0)
+        assert leftover.spare is not None
+        (left_pid,) = leftover.spare.pids()
+
+        live = marker_env(state, "live")
+        made = claude_drivers(rehearsal_url=server.base_url, state_dir=state, marker=live,
+                              spares=team.warm_spares)  # fmt: skip
+        drivers = {spec.name: cast(ClaudeDriver, made(spec)) for spec in team.panels}
+        pool = drivers["p0"].pool
+        assert pool is not None
+        alive: list[int] = []
+        changed = anyio.Event()
+
+        def on_change() -> None:
+            nonlocal changed
+            alive.append(len(holders()))
+            changed.set()
+            changed = anyio.Event()
+
+        def holders() -> list[str]:
+            return [name for name, driver in drivers.items() if driver.spare is not None]
+
+        async def until(check: Callable[[], bool]) -> None:
+            with anyio.fail_after(30):
+                while not check():
+                    await changed.wait()
+
+        pool.on_change = on_change
+        async with start_host(team, drivers, life="live") as (_, events, _):
+            (swept,) = await events.wait("orphans_swept")
+            assert left_pid in swept.pids and not pid_alive(left_pid)
+            # Idle since start, the three ask; one gets the spare, the others are refused.
+            await until(lambda: len(holders()) == 1 and pool.refused >= 2)
+            first = holders()[0]
+            other = next(n for n in NAMES if n != first)
+            viewer = connect(team.hostdb_path)
+            submit_command(viewer, Input(panel=other, text="hello"))
+            viewer.close()
+            await events.wait("turn_ended", other)
+            # The panel that just turned takes the place; the idle one's spare is killed first.
+            await until(lambda: holders() == [other])
+            assert max(alive) == 1
+        assert holders() == [] and len(pool) == 0
+        assert find_orphans(state, current_life="") == []  # nothing marked is left running
+        await leftover.discard_spare()

@@ -1,0 +1,130 @@
+"""The rules of warm spares, without a CLI: the host's limit and who gets a place (pool.py),
+what a spare is matched on (spare.py's fingerprint, request.py's key), and the binding that
+gives a spare's callbacks to the turn that takes it (binding.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from runtime.claude import ClaudeDriver
+from runtime.claude.binding import UNBOUND, Binding
+from runtime.claude.pool import SparePool
+from runtime.instance.config import InstanceConfig
+from runtime.turn.cache_ttl import LONG_PAUSE, TtlChooser
+from runtime.turn.driver import Decision, ToolCallRequest, ToolOutput, ToolSpec
+from runtime.turn.request import spare_key
+
+
+def test_the_pool_keeps_the_limit_and_gives_places_to_the_latest_turners() -> None:
+    pool: SparePool[str] = SparePool(2)
+    assert pool.admit("a", 1.0) == (True, None)
+    assert pool.admit("b", 2.0) == (True, None)
+    assert pool.admit("c", 3.0) == (False, None)  # both places still being built
+    pool.ready("a")
+    pool.ready("b")
+    assert pool.admit("c", 3.0) == (True, "a")  # the lowest rank below c's goes
+    assert len(pool) == 2 and not pool.holds("a")
+    assert pool.admit("a", 1.5) == (False, None)  # below every holder: refused
+    pool.ready("c")
+    assert pool.admit("d", 2.0) == (False, None)  # a tie is not "below": b stays
+    assert pool.refused == 3
+    pool.release("b")
+    assert pool.admit("d", 0.0) == (True, None)  # a free place, whatever the rank
+    assert SparePool[str](0).admit("x", 9.0) == (False, None)
+
+
+def test_the_fingerprint_follows_everything_that_shapes_the_process(
+    make_request: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = ClaudeDriver(env={"K": "v"})
+    request = make_request()
+    same = driver.fingerprint(replace(request, blocks=({"type": "text", "text": "other"},)))
+    assert driver.fingerprint(request) == same  # the prompt is not part of it
+    spec = ToolSpec("t", "d", {"type": "object", "properties": {}}, _noop)
+    changes = [
+        replace(request, system=request.system + " "),
+        replace(request, model="claude-other"),
+        replace(request, native_tools=("Bash",)),
+        replace(request, sdk_tools=(spec,)),
+        replace(request, max_budget_usd=1.0),
+        replace(request, max_turns=3),
+        replace(request, bash_timeout_seconds=61),
+        replace(request, env={"CLAUDE_CODE_PROMPT_CACHE_TTL": "1h"}),
+        replace(request, spare_key="another role doc or config"),
+    ]
+    prints = {driver.fingerprint(r) for r in changes}
+    assert len(prints) == len(changes) and driver.fingerprint(request) not in prints
+    assert ClaudeDriver(env={"K": "w"}).fingerprint(request) != driver.fingerprint(request)
+    monkeypatch.setenv("MNEMARA_SPARE_TEST", "1")  # the environment the CLI inherits
+    assert driver.fingerprint(request) != same
+    before = driver.fingerprint(request)
+    (request.cwd / ".git").mkdir()  # the CLI says whether it works in a git repository
+    assert driver.fingerprint(request) != before
+
+
+def test_the_spare_key_is_the_role_docs_bytes_and_the_config() -> None:
+    config = InstanceConfig()
+    key = spare_key("---\nlane: a\n---\nbody\n", config)
+    assert key == spare_key("---\nlane: a\n---\nbody\n", config)
+    assert key != spare_key("---\nlane: b\n---\nbody\n", config)  # the front matter too
+    assert key != spare_key("---\nlane: a\n---\nbody\n", config.model_copy(update={"model": "m"}))
+
+
+def test_peek_is_what_the_next_turn_would_get_and_records_nothing() -> None:
+    now = [0.0]
+    chooser = TtlChooser(lambda: now[0])
+    chooser.start_turn("auto")
+    chooser.end_turn()
+    now[0] = LONG_PAUSE - 1
+    assert chooser.peek("auto") == "5m" and chooser.peek("1h") == "1h"
+    now[0] = LONG_PAUSE + 1
+    assert chooser.peek("auto") == "1h"
+    assert chooser.start_turn("auto") == "1h"  # the peek did not record the pause
+
+
+class Approve:
+    def __init__(self, allow: bool, message: str) -> None:
+        self.decision = Decision(allow=allow, message=message)
+        self.asked: list[str] = []
+
+    async def decide(self, call: ToolCallRequest) -> Decision:
+        self.asked.append(call.name)
+        return self.decision
+
+
+async def _noop(arguments: dict[str, Any]) -> ToolOutput:
+    return ToolOutput("noop")
+
+
+@pytest.mark.anyio
+async def test_a_binding_refuses_until_bound_then_serves_the_bound_turn_only(
+    make_request: Any,
+) -> None:
+    binding = Binding()
+    unbound = await binding.pre_tool_use(
+        {"tool_name": "Bash", "tool_input": {}}, "u1", {"signal": None}
+    )
+    assert unbound["hookSpecificOutput"]["permissionDecisionReason"] == UNBOUND  # type: ignore[typeddict-item]
+    assert (await binding.call("t", {})).is_error  # no tool runs before a turn
+
+    async def first_tool(arguments: dict[str, Any]) -> ToolOutput:
+        return ToolOutput("first turn's handler")
+
+    async def second_tool(arguments: dict[str, Any]) -> ToolOutput:
+        return ToolOutput("second turn's handler")
+
+    schema = {"type": "object", "properties": {}}
+    first, second = Approve(True, ""), Approve(False, "no, says the second")
+    binding.bind(make_request(approver=first, sdk_tools=(ToolSpec("t", "d", schema, first_tool),)))
+    binding.bind(
+        make_request(approver=second, sdk_tools=(ToolSpec("t", "d", schema, second_tool),))
+    )
+    hook = await binding.pre_tool_use(
+        {"tool_name": "Bash", "tool_input": {}}, "u2", {"signal": None}
+    )
+    assert hook["hookSpecificOutput"]["permissionDecision"] == "deny"  # type: ignore[typeddict-item]
+    assert first.asked == [] and second.asked == ["Bash"]
+    assert (await binding.call("t", {})).text == "second turn's handler"
