@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from panels.access import MIN_TOKEN
 from panels.cli.errors import EXIT_USAGE, fail, reports_errors
 from panels.cli.options import TeamOpt
 
@@ -47,8 +48,7 @@ def after_closing(team: str, running: bool) -> str:
 
 
 DEFAULT_PORT = 8765
-MIN_TOKEN = 16
-TOKEN_HINT = 'make one with `python3 -c "import secrets; print(secrets.token_urlsafe())"`'
+TOKEN_ENV = "MNEMARA_DASH_TOKEN"
 
 
 @reports_errors
@@ -82,7 +82,7 @@ def dash(
         typer.Option(
             "--token",
             metavar="TOKEN",
-            envvar="MNEMARA_DASH_TOKEN",
+            envvar=TOKEN_ENV,
             show_envvar=False,
             help=f"With --web: a secret of {MIN_TOKEN}+ characters every request must carry "
             "(the printed address has it). Or set MNEMARA_DASH_TOKEN, which `ps` does not show.",
@@ -101,21 +101,14 @@ def dash(
             raise fail(f"{' and '.join(given)} are for a browser: add --web", EXIT_USAGE)
         attach(team, read_only=read_only)
         return
-    from panels.ui.web import is_loopback, serve
+    from panels.access import is_loopback, listen_refusal
+    from panels.ui.web import serve
 
     address = host or "127.0.0.1"
     loopback = is_loopback(address)
-    if token is not None and len(token) < MIN_TOKEN:
-        raise fail(
-            f"the token is too short: give {MIN_TOKEN} characters or more; {TOKEN_HINT}",
-            EXIT_USAGE,
-        )
-    if not loopback and token is None:
-        raise fail(
-            f"listening on {address} lets other machines steer the team: add --token TOKEN "
-            f"(or set MNEMARA_DASH_TOKEN; {TOKEN_HINT}), or drop --host to stay on 127.0.0.1",
-            EXIT_USAGE,
-        )
+    refused = listen_refusal(address, token, address_flag="--host", token_env=TOKEN_ENV)
+    if refused is not None:
+        raise fail(refused, EXIT_USAGE)
     name, hostdb = _hostdb(team, web=True)
     listen = port or DEFAULT_PORT
     url = page_url(address, listen, token)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
-import ipaddress
 import logging
 import shlex
 import sys
@@ -30,13 +28,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
 from aiohttp.typedefs import Handler, Middleware
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
+
+from panels.access import request_refusal
 
 STOP_WAIT = 5.0  # seconds a tab's app process has to end once asked to quit
 PAGE_DIR = Path(__file__).with_name("page")  # our page: it loads nothing from outside
@@ -59,21 +58,6 @@ class Guard:
         return f"mnemara-dash-{self.port}"
 
 
-def is_loopback(name: str) -> bool:
-    """Whether an address (or the host name in a Host header) reaches this machine only."""
-    if name.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
-    except ValueError:
-        return False  # any other name may resolve anywhere
-
-
-def hostname(netloc: str) -> str:
-    """The host name in a Host header or URL authority, without port or IPv6 brackets."""
-    return (urlsplit(f"//{netloc}").hostname or "").lower()
-
-
 def refusal(
     guard: Guard,
     *,
@@ -82,16 +66,16 @@ def refusal(
     token: str | None,
 ) -> str | None:
     """Why a request must be refused (403), or None to let it through. `host` is its Host
-    header, `origin` its Origin header, `token` the one it carries (query or cookie)."""
-    if guard.loopback and not is_loopback(hostname(host)):
-        return "this dashboard answers on loopback names only (open the address it printed)"
-    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
-        return "requests from another site's page are refused"
-    if guard.token is not None and (
-        token is None or not hmac.compare_digest(token.encode(), guard.token.encode())
-    ):
-        return "this dashboard needs its token: open the address `mnemara dash` printed"
-    return None
+    header, `origin` its Origin header, `token` the one it carries (query or cookie). The
+    rules are panels/access.py's, shared with `mnemara mcp --http`."""
+    return request_refusal(
+        loopback=guard.loopback,
+        token=guard.token,
+        host=host,
+        origin=origin,
+        given=token,
+        needs_token="this dashboard needs its token: open the address `mnemara dash` printed",
+    )
 
 
 def guard_middleware(guard: Guard) -> Middleware:
