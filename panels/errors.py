@@ -12,10 +12,14 @@ MnemaraError (runtime/errors.py)
     │                             a ValueError); the host refuses it, the CLI exits 2
     ├── VerbRefusedError          inside the host's dispatcher only: a verb that cannot apply
     │                             now; it becomes a failed outcome (panels/host/control/dispatch.py)
+    ├── ToolRefused               inside `mnemara mcp` only: a tool call refused (unknown panel,
+    │                             oversized text, ...); it becomes the call's error result
+    │                             (panels/mcp/rules.py)
     └── WindowVerbError           a window verb cannot be applied to the panel as given
 
-The classes are defined here once (VerbRefusedError, which never leaves the dispatcher, is
-defined there); `panels.host.errors`, `panels.team.errors`, `panels.hostdb` and
+The classes are defined here once (VerbRefusedError, which never leaves the dispatcher, and
+ToolRefused, which never leaves the MCP server, are defined there); `panels.host.errors`,
+`panels.team.errors`, `panels.hostdb` and
 `panels.host.turns.window` re-export the ones they raise. Every error carries
 the fields that locate it and a message that says what to do next; the CLI maps the classes
 to exit codes (panels/cli/errors.py, the table in README.md).

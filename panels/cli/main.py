@@ -15,6 +15,7 @@ import typer
 from panels.cli import (
     claude,
     instances,
+    mcp,
     memory_archive,
     record,
     rehearse,
@@ -78,6 +79,7 @@ app.command(cls=Command)(record.record)
 for _name, _command in host_commands:
     app.command(_name, cls=Command)(_command)
 app.command(cls=Command)(rewind.rewind)
+app.command(cls=Command)(mcp.mcp)
 app.command(cls=Command, context_settings=claude.PASSTHROUGH)(claude.claude)
 app.add_typer(bus_app, name="bus")
 memory_app.command(cls=Command)(memory_archive.archive)

@@ -34,6 +34,7 @@ from panels.host.control.eventlog import EventLog, Listener, LiveListener
 from panels.host.control.reader import serve_control
 from panels.host.delivery.bustools import PanelPort, bus_tools
 from panels.host.delivery.digests import DigestService
+from panels.host.delivery.externals import register_externals
 from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.host.delivery.inboxes import serve_inbox_counts
 from panels.host.delivery.poison import ISOLATE_AFTER, POISON_ATTEMPTS
@@ -169,6 +170,8 @@ class Host:
             own = operator_bus_path(self.team)
             if own is not None:
                 operator_bus = await stack.enter_async_context(open_bus(own, **bus_options))
+            # Agents the team file admits from outside (`mnemara mcp`): replies to them are kept.
+            await register_externals(bus, self.team.external)
             shared = None
             if self.team.shared_memory:
                 shared = stack.enter_context(open_shared_memory(self.team.memory_dir))
@@ -297,7 +300,8 @@ class Host:
         return [r.spent() for r in self.panels.values()]
 
     def _tools(self, runner: PanelRunner) -> list[ToolSpec]:
-        names = frozenset(p.name for p in self.team.panels)
+        # The names a panel may send to: its team's panels and the agents the team admits.
+        names = frozenset(p.name for p in self.team.panels) | frozenset(self.team.external)
         port = PanelPort(runner.name, self.services.bus, names, runner.spec.listens_to,
                          runner.seen, lambda: runner.outbox)  # fmt: skip
         tools = bus_tools(port)

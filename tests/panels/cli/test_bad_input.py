@@ -212,6 +212,19 @@ CASES: dict[str, list[tuple[list[str], int]]] = {
         (["-t", "../x"], USAGE),
         (["-t", "crew", "-p", "ghost"], USAGE),  # as `send -p ghost`: an unknown panel
     ],
+    "mcp": [
+        ([], USAGE),
+        (["-t", "crew"], USAGE),  # no --as
+        (["-t", "ghost", "--as", "cc"], HOST),  # never ran here: its team file is unknown
+        (["-t", "../x", "--as", "cc"], USAGE),
+        (["-t", "crew", "--as", "cc"], USAGE),  # no team file on record: nobody admitted
+        (["-t", "{file}", "--as", "cc"], CONFIG),
+        (["-t", "{bad_toml}", "--as", "cc"], CONFIG),
+        (["-t", "crew", "--as", "cc", "--port", "9999"], USAGE),  # an HTTP option, no --http
+        (["-t", "crew", "--as", "cc", "--http", "--bind", "0.0.0.0"], USAGE),  # no token
+        (["-t", "crew", "--as", "cc", "--http", "--token", "short"], USAGE),
+        (["-t", "crew", "--as", "cc", "--http", "--port", "70000"], USAGE),
+    ],
     "send": [
         ([], USAGE),
         (["-t", "crew", "hi"], USAGE),
@@ -360,6 +373,7 @@ FINE_BUT_FOR_HOME: dict[str, list[str]] = {
     "attach": ["-t", "crew"],
     "dash": ["-t", "crew"],
     "send": ["-t", "crew", "-p", "eng", "hi"],
+    "mcp": ["-t", "crew", "--as", "cc"],
     "approve": ["-t", "crew"],
     "deny": ["-t", "crew"],
     "halt": ["-t", "crew", "-p", "eng"],
