@@ -14,7 +14,7 @@ the default team runs (sandbox "auto", bubblewrap present) and unconfined beside
 with the load average; the issue's targets are computed from the figures ("target met" /
 "target missed"). With spares, the idle cost of a spare (RSS, CPU) is measured too.
 
-    .venv/bin/python bench/turn_latency.py [--rounds 12] [--spares 1] [--quick]
+    .venv/bin/python bench/turn_latency.py [--rounds 12] [--spares N] [--team-spares N] [--quick]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def pct(samples: list[float], q: float) -> float:
 @dataclass
 class Run:
     label: str
+    spares: int = 0  # the host's warm_spares in this run
     first_request: list[float] = field(default_factory=list)
     turn_started: list[float] = field(default_factory=list)
     committed: list[float] = field(default_factory=list)
@@ -75,7 +76,7 @@ def team_text(panels: int, sandbox: str, spares: int | None) -> str:
 
 
 async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: int | None,
-                  pause: float) -> Run:  # fmt: skip
+                  pause: float, idle: float = 3.0) -> Run:  # fmt: skip
     scratch = Path(tempfile.mkdtemp(prefix="turn-latency-"))
     home = scratch / "home"
     os.environ["MNEMARA_HOME"] = str(home)
@@ -94,7 +95,7 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
     source = scratch / "team.toml"
     source.write_text(team_text(panels, sandbox, spares))
     team = parse_team(source.read_text(), source=source, home=home)
-    run = Run(label)
+    run = Run(label, spares=team.warm_spares)
     arrived: dict[str, list[float]] = {n: [] for n in names}
     answered: dict[str, list[float]] = {n: [] for n in names}
     stored: dict[str, list[float]] = {n: [] for n in names}
@@ -167,8 +168,8 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
                     run.on_tail.append(tailed[name][-1] - last)
                     run.loads.append(load())
                 await anyio.sleep(pause)
-        if spares:
-            run.spare_rss_kb, run.spare_cpu = spare_cost(team.state_dir, idle=3.0)
+        if team.warm_spares:
+            run.spare_rss_kb, run.spare_cpu = spare_cost(team.state_dir, idle=idle)
         viewer.close()
         stop_tail = True
         host.request_stop()
@@ -223,17 +224,17 @@ def report(run: Run) -> None:
               f"{load()}")  # fmt: skip
 
 
-def targets(solo: Run, team: Run | None, spares: int | None) -> None:
+def targets(solo: Run, team: Run | None) -> None:
     p50 = pct(solo.first_request, 0.5)
     met = "target met" if p50 <= TARGET_FIRST_REQUEST_MS else "target missed"
-    spare = f"with {spares} spare(s)" if spares else "without a spare"
+    spare = f"warm_spares {solo.spares}" if solo.spares else "no warm spare"
     print(f"{met}: solo sandboxed input -> first request p50 {p50:.0f} ms <= "
           f"{TARGET_FIRST_REQUEST_MS:.0f} ms ({spare})")  # fmt: skip
     if team is not None:
         solo95, team95 = pct(solo.first_request, 0.95), pct(team.first_request, 0.95)
         met = "target met" if team95 <= TEAM_P95_FACTOR * solo95 else "target missed"
         print(f"{met}: team of 8 p95 {team95:.0f} ms within {TEAM_P95_FACTOR:.0f}x of solo p95 "
-              f"{solo95:.0f} ms ({spare})")  # fmt: skip
+              f"{solo95:.0f} ms ({spare}; the team's warm_spares {team.spares})")  # fmt: skip
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -244,20 +245,23 @@ async def main(args: argparse.Namespace) -> None:
     if support.bwrap is None:
         print(f"no sandbox here ({support.reason}): the sandboxed figures run unconfined")
     spares = args.spares
-    solo = await measure("solo, sandboxed", 1, args.rounds, sandboxed, spares, args.pause)
+    idle = 1.0 if args.quick else 3.0
+    solo = await measure("solo, sandboxed", 1, args.rounds, sandboxed, spares, args.pause, idle)
     report(solo)
     team = None
     if not args.quick:
         unconfined = await measure("solo, unconfined", 1, args.rounds, "off", spares, args.pause)
         report(unconfined)
         team_rounds = max(1, args.rounds // 4)
-        team = await measure("team of 8, sandboxed", 8, team_rounds, sandboxed, spares, args.pause)
+        team_spares = spares if args.team_spares is None else args.team_spares
+        team = await measure(f"team of 8, sandboxed, warm_spares {team_spares}", 8, team_rounds,
+                             sandboxed, team_spares, args.pause)  # fmt: skip
         report(team)
-    targets(solo, team, spares)
+    targets(solo, team)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def cli(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument(
         "--spares",
@@ -265,10 +269,20 @@ if __name__ == "__main__":
         default=None,
         help="warm_spares in the team file (default: the host's default)",
     )
+    parser.add_argument(
+        "--team-spares",
+        type=int,
+        default=None,
+        help="warm_spares for the team of 8 (default: --spares)",
+    )
     parser.add_argument("--pause", type=float, default=1.5, help="seconds between inputs")
-    parser.add_argument("--quick", action="store_true", help="a smoke test: solo, 3 rounds")
-    arguments = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="a smoke test: solo, 2 rounds")
+    arguments = parser.parse_args(argv)
     if arguments.quick:
-        arguments.rounds = min(arguments.rounds, 3)
+        arguments.rounds = min(arguments.rounds, 2)
         arguments.pause = min(arguments.pause, 1.0)
     anyio.run(main, arguments, backend="trio")
+
+
+if __name__ == "__main__":
+    cli()
