@@ -258,23 +258,6 @@ def ps(team: TeamOpt) -> None:
         typer.echo(f"warning: {clean(said, 400)}")
 
 
-def _last_lines(conn: Any, count: int, panel: str | None, verbose: bool) -> tuple[list[str], int]:
-    """The last `count` printable lines of the log, and the id of the newest event read."""
-    from panels.host.control.account import format_event
-    from panels.hostdb import last_event_id, read_events
-
-    newest = last_event_id(conn)
-    lines: list[str] = []
-    before = newest + 1
-    while len(lines) < count and before > 1:
-        start = max(0, before - 1 - 500)
-        page = [e for e in read_events(conn, after=start, panel=panel, limit=500) if e.id < before]
-        page_lines = [t for e in page if (t := format_event(e, verbose=verbose)) is not None]
-        lines = page_lines + lines
-        before = start + 1
-    return lines[-count:] if count else [], newest
-
-
 @reports_errors
 def logs(
     team: TeamOpt,
@@ -293,14 +276,14 @@ def logs(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every event kind.")] = False,
 ) -> None:
     """Print the team's event log; -f follows it."""
-    from panels.host.control.account import format_event
+    from panels.host.control.account import format_event, last_lines
     from panels.hostdb import read_events, read_panels
 
     conn = open_host_db(team)
     try:
         if panel is not None:
             check_panel(panel, [r.name for r in read_panels(conn)], team)
-        lines, cursor = _last_lines(conn, n, panel, verbose)
+        lines, cursor = last_lines(conn, n, panel=panel, verbose=verbose)
         for line in lines:
             typer.echo(line)
         if not lines and not follow:

@@ -1,11 +1,11 @@
 """What `status` and `events` show an external agent: the team as `mnemara ps` and
 `mnemara logs` show it, read from host.sqlite (never from the host itself).
 
-`status` is `ps`'s table (panels/host/control/account.py's `table`, with the sandbox warning)
-under a first line that says whether the host runs; when it does not, messages still wait on
-the bus, and the line says so. `events` renders the last events with the events catalogue's
-own lines (`format_event`), never a repr. Both are sync reads over a connection of their own;
-the tools run them in a worker thread.
+`status` is what `ps` prints (panels/host/control/account.py's `ps_header` and `table`, and
+the sandbox warning); when the host does not run, a line says that messages still wait on
+the bus. `events` renders the last events with the events catalogue's own lines
+(account.py's `last_lines`, as `logs` prints them), never a repr. Both are sync reads over
+a connection of their own; the tools run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from panels.host.control.account import format_event, table
+from panels.host.control.account import last_lines, ps_header, table
 from panels.host.process import read_pid
-from panels.hostdb import connect, get_meta, last_event_id, read_events, read_panels
+from panels.hostdb import connect, get_meta, read_panels
 from panels.procfs import pid_alive
 from panels.text import clean
 from panels.unconfined import META_KEY, warning
 from peerbus import redact
 
-PAGE = 500  # events read per step while looking back for printable lines
 MAX_EVENTS = 200
 
 
@@ -58,34 +57,23 @@ def status_lines(place: TeamPlace) -> list[str]:
         rows = read_panels(conn)
     finally:
         conn.close()
-    bus = meta.get("bus") or redact(place.bus)
-    if pid is not None:
-        head = [f"team {place.name}: host running (pid {pid}); bus {bus}"]
-    else:
-        head = [
-            f"team {place.name}: host DOWN; bus {bus}",
-            "messages you send wait on the bus until the host runs again; the table below "
-            "is as the host left it",
-        ]
+    head = [ps_header(place.name, pid, meta, str(place.state_dir / "host.log"))]
+    if pid is None:
+        head.append(
+            "the host is DOWN: messages you send wait on the bus until it runs again; the "
+            "table is as the host left it"
+        )
     said = warning(meta.get(META_KEY, ""), rows)
     tail = [f"warning: {clean(said, 400)}"] if said is not None else []
-    return head + table(rows) + tail
+    return head + table(rows, place.name) + tail
 
 
 def event_lines(place: TeamPlace, count: int) -> list[str]:
     """The last `count` events (at most MAX_EVENTS) that `mnemara logs` would print."""
     if not place.hostdb.is_file():
         return []
-    count = max(0, min(count, MAX_EVENTS))
     conn = connect(place.hostdb, create=False)
     try:
-        lines: list[str] = []
-        before = last_event_id(conn) + 1
-        while len(lines) < count and before > 1:
-            start = max(0, before - 1 - PAGE)
-            page = [e for e in read_events(conn, after=start, limit=PAGE) if e.id < before]
-            lines = [t for e in page if (t := format_event(e)) is not None] + lines
-            before = start + 1
-        return lines[-count:] if count else []
+        return last_lines(conn, max(0, min(count, MAX_EVENTS)))[0]
     finally:
         conn.close()

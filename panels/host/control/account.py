@@ -5,20 +5,25 @@ machines (state changes, stores, settles) are shown with `--verbose`, field by f
 from models and peers is untrusted: control characters are stripped and every line is cut to
 a width, so nothing a panel writes can move the cursor or forge another line. `ps`'s lines
 are here too: its header (what is true of the host) and its table, the panels waiting on the
-operator first.
+operator first. `last_lines`, the one reader here, pages back through host.sqlite for the
+last lines `logs` and the MCP server's `events` show.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from panels.host.turns.states import PanelState
-from panels.hostdb import Logged, PanelRow
+from panels.hostdb import Logged, PanelRow, last_event_id, read_events
 from panels.hostdb import catalogue as ev
 from panels.text import clean
 from panels.unconfined import badge
 from runtime.policy.display import escape_command_for_display
+
+if TYPE_CHECKING:
+    import sqlite3
 
 WIDTH = 110
 
@@ -182,6 +187,29 @@ def format_event(
         text = verbose_line(logged.event)
     stamp = f"{logged.ts - start:6.1f}s" if start is not None else f"#{logged.id}"
     return f"{stamp}  {text}"[: WIDTH * 3]
+
+
+def last_lines(
+    conn: sqlite3.Connection,
+    count: int,
+    *,
+    panel: str | None = None,
+    verbose: bool = False,
+    page: int = 500,
+) -> tuple[list[str], int]:
+    """The last `count` printable lines of the event log (of `panel`, if given), and the id
+    of the newest event there: read back a page at a time until enough lines are found."""
+    newest = last_event_id(conn)
+    lines: list[str] = []
+    before = newest + 1
+    while len(lines) < count and before > 1:
+        start = max(0, before - 1 - page)
+        found = [
+            e for e in read_events(conn, after=start, panel=panel, limit=page) if e.id < before
+        ]
+        lines = [t for e in found if (t := format_event(e, verbose=verbose)) is not None] + lines
+        before = start + 1
+    return lines[-count:] if count else [], newest
 
 
 def printer(out: Callable[[str], None], *, skip: Collection[str] = ()) -> Callable[[Logged], None]:
