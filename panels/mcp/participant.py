@@ -10,8 +10,8 @@ do, under the same rules as a panel's deliveries.
 - `ack` settles ids with the claim that holds them; an id the bus handed to a later claim
   (the lease ran out) is reported `lost`: it comes again on the next `inbox`.
 - `wait` parks on the bus's change waiter for this recipient until a message is claimable or
-  the timeout passes. A lease that ends writes nothing, so the waiter also looks again every
-  LEASE_RECHECK seconds (the bus's own backstop interval) for messages whose lease ended.
+  the timeout passes. A lease that ends writes nothing, so while messages are leased the
+  waiter also looks again every LEASE_RECHECK seconds (the bus's own backstop interval).
 """
 
 from __future__ import annotations
@@ -127,20 +127,20 @@ class Participant:
         deadline = self.clock() + timeout
         while True:
             since = await self.bus.generation(recipient=self.name)
-            ready = await self.claimable()
+            ready, leased = await self.counts()
             left = deadline - self.clock()
             if ready or left <= 0:
                 return {"waiting": ready}
             # A lease that ends (a client that never acked) is no write: nothing wakes the
-            # waiter for it, so it is looked at again every LEASE_RECHECK seconds.
-            await self.bus.wait_for_change(
-                min(left, LEASE_RECHECK), recipient=self.name, since=since
-            )
+            # waiter for it, so while some are leased they are looked at every LEASE_RECHECK.
+            nap = min(left, LEASE_RECHECK) if leased else left
+            await self.bus.wait_for_change(nap, recipient=self.name, since=since)
 
-    async def claimable(self) -> int:
-        """How many messages an `inbox` would hand out now (not counting those held)."""
+    async def counts(self) -> tuple[int, int]:
+        """(messages an `inbox` would hand out now, messages leased to some claim)."""
         pending = await self.bus.inbox(self.name, senders=HEARS)
-        return sum(1 for p in pending if p.state == "new")
+        states = [p.state for p in pending]
+        return states.count("new"), states.count("leased")
 
     async def dead_letters(self, args: Mapping[str, Any]) -> dict[str, Any]:
         limit = int(number(args, "limit", 20, 1, 100))
