@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from panels.access import MIN_TOKEN
-from panels.cli.errors import EXIT_USAGE, fail, reports_errors
+from panels.cli.errors import EXIT_FAILURE, EXIT_HOST, EXIT_USAGE, fail, reports_errors
 from panels.cli.options import TeamOpt
 
 if TYPE_CHECKING:
@@ -109,14 +109,12 @@ def mcp(
 def _team(team: str) -> TeamSpec:
     """The team file of `team` (given, or the one its host recorded when it last started)."""
     from panels.cli.teams import is_team_file, open_host_db, team_state
+    from panels.errors import NoHostError
     from panels.hostdb import get_meta
     from panels.team import load_team
 
     if is_team_file(team):
         return load_team(team)
-    from panels.cli.errors import EXIT_HOST
-    from panels.errors import NoHostError
-
     try:
         conn = open_host_db(team)
     except NoHostError as exc:
@@ -144,7 +142,6 @@ def _serve(
 ) -> None:
     import anyio
 
-    from panels.cli.errors import EXIT_FAILURE
     from panels.mcp import serve_team
 
     sock = None
