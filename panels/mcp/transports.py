@@ -11,11 +11,12 @@ participant.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp.server.lowlevel import Server
@@ -39,11 +40,51 @@ async def serve_stdio(server: Server[Any]) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_on_signal, tg.cancel_scope.cancel)
-        # While it serves, fd 1 points at stderr (the SDK's doing): nothing stray reaches
-        # the wire.
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        # stdin is read in the event loop (`StdinLines`), so that cancel ends the read at once;
+        # the SDK's own reader waits in a worker thread, which no cancel reaches. While it
+        # serves, fd 1 points at stderr (the SDK's doing): nothing stray reaches the wire.
+        lines = cast("anyio.AsyncFile[str]", StdinLines())
+        blocking = os.get_blocking(0)
+        try:
+            async with stdio_server(stdin=lines) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            os.set_blocking(0, blocking)  # a terminal's stdin is the shell's too
         tg.cancel_scope.cancel()
+
+
+class StdinLines:
+    """This process's stdin as lines of text, read without a worker thread: each read waits
+    for the descriptor in the event loop. (A stdin that cannot be waited on, a regular file,
+    is read in a worker thread instead.)"""
+
+    def __init__(self, fd: int = 0, chunk: int = 65536) -> None:
+        self.fd = fd
+        self.chunk = chunk
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        pending = b""
+        while data := await self._read():
+            *whole, pending = (pending + data).split(b"\n")
+            for line in whole:
+                yield line.decode("utf-8", "replace")
+        if pending:
+            yield pending.decode("utf-8", "replace")
+
+    async def _read(self) -> bytes:
+        try:
+            os.set_blocking(self.fd, False)
+            await anyio.wait_readable(self.fd)
+        except (OSError, ValueError):  # not pollable (a regular file): block in a thread
+            os.set_blocking(self.fd, True)
+            return await anyio.to_thread.run_sync(os.read, self.fd, self.chunk)
+        try:
+            return os.read(self.fd, self.chunk)
+        except BlockingIOError:  # woken for nothing: wait again
+            return await self._read()
 
 
 async def _on_signal(stop: Callable[[], None]) -> None:
