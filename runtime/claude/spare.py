@@ -64,10 +64,16 @@ def fingerprint(request: TurnRequest, driver: Mapping[str, Any]) -> str:
 
 
 def in_git_repository(cwd: Path) -> bool:
-    """Whether `cwd` is inside a git working tree (a `.git` in it or above), as the CLI
-    reports it in its environment note."""
+    """Whether `cwd` is inside a git working tree, as the CLI reports it in its environment
+    note: a `.git` with a HEAD in it or above (or a `.git` file, a linked worktree). The
+    sandbox's empty `.git` stand-in (runtime/sandbox/placeholders.py), there while a spare
+    or a turn runs, is no repository."""
     here = Path(os.path.abspath(cwd))
-    return any((folder / ".git").exists() for folder in (here, *here.parents))
+    for folder in (here, *here.parents):
+        marker = folder / ".git"
+        if marker.is_file() or (marker / "HEAD").exists():
+            return True
+    return False
 
 
 class PromptSlot:

@@ -61,8 +61,10 @@ def test_the_fingerprint_follows_everything_that_shapes_the_process(
     monkeypatch.setenv("MNEMARA_SPARE_TEST", "1")  # the environment the CLI inherits
     assert driver.fingerprint(request) != same
     before = driver.fingerprint(request)
-    (request.cwd / ".git").mkdir()  # the CLI says whether it works in a git repository
-    assert driver.fingerprint(request) != before
+    (request.cwd / ".git").mkdir()  # an empty one: the sandbox's stand-in, no repository
+    assert driver.fingerprint(request) == before
+    (request.cwd / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert driver.fingerprint(request) != before  # the CLI says it works in a repository
 
 
 def test_the_spare_key_is_the_role_docs_bytes_and_the_config() -> None:
