@@ -1,7 +1,7 @@
 """Warm spares through the real bundled CLI on the rehearsal model (runtime/claude/spare.py).
 
-One session, one driver with a limit of one spare, four turns, each after a spare was
-built: a turn takes the spare built for it; a role doc edited after the spare was built
+One session, one sandboxed driver with a limit of one spare, four turns, each after a spare
+was built: a turn takes the spare built for it; a role doc edited after the spare was built
 makes the next turn carry the new text byte-exact (the spare is discarded); so does a
 config change; and a tool call in a turn run on a spare is decided by the policy in force at
 that turn, not at the spare's build, and is recorded in that turn's rows.
@@ -15,6 +15,7 @@ import pytest
 
 from runtime.claude import ClaudeDriver
 from runtime.claude.pool import SparePool
+from runtime.sandbox import SandboxSettings
 from runtime.turn.driver import Decision, ToolCallRequest, ToolResult
 from runtime.turn.events import TurnCommitted
 from runtime.turn.session import Session
@@ -67,9 +68,11 @@ async def warm(driver: ClaudeDriver, session: Session) -> None:
 async def test_a_spare_serves_only_the_turn_it_was_built_for(
     anyio_backend: str, rehearse: Rehearse
 ) -> None:
-    async with rehearse(SCRIPT) as rig:
+    # Sandboxed, as a default team runs: the spare then waits inside its own sandbox, whose
+    # stand-ins (an empty .git) exist while it waits and must not make it look stale.
+    async with rehearse(SCRIPT, sandbox=SandboxSettings()) as rig:
         pool: SparePool[ClaudeDriver] = SparePool(1)
-        driver = ClaudeDriver(env=rig.env, pool=pool)
+        driver = ClaudeDriver(env=rig.env, pool=pool, sandbox=rig.driver.sandbox)
         async with rig.session() as session:
             session.driver = driver
             # 1. The spare is taken: its request carries the role doc as it is on disk.
