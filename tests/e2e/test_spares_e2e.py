@@ -4,11 +4,14 @@ One session, one sandboxed driver with a limit of one spare, four turns, each af
 was built: a turn takes the spare built for it; a role doc edited after the spare was built
 makes the next turn carry the new text byte-exact (the spare is discarded); so does a
 config change; and a tool call in a turn run on a spare is decided by the policy in force at
-that turn, not at the spare's build, and is recorded in that turn's rows.
+that turn, not at the spare's build, and is recorded in that turn's rows; a spare that died
+while it waited is discarded and the turn runs on a process of its own.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -110,5 +113,13 @@ async def test_a_spare_serves_only_the_turn_it_was_built_for(
             rows = [await session.store.row(i) for i in committed.row_ids]
             stored = " ".join(str(r.blocks) for r in rows if r is not None)
             assert REFUSAL in stored and result.tool_use_id in stored  # this turn's rows
+            # 5. A spare that died while it waited is discarded; the turn starts its own.
+            await warm(driver, session)
+            assert driver.spare is not None
+            (pid,) = driver.spare.pids()
+            os.kill(pid, signal.SIGKILL)
+            events = await turn(session, "after the spare died")
+            assert (driver.spares_used, driver.spares_discarded) == (2, 3)
+            assert any(isinstance(e, TurnCommitted) for e in events)
             await driver.discard_spare()
             assert len(pool) == 0 and driver.spare is None
