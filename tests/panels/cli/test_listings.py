@@ -51,6 +51,7 @@ def crew(mnemara_home: Path) -> Path:
 
 def test_logs_n_shows_exactly_n_lines_the_newest(crew: Path) -> None:
     conn = connect(crew / "host.sqlite")
+    upsert_panels(conn, [PanelRow("lead", "worker", "idle")])
     said = [
         (float(i), Said(panel="eng" if i % 2 else "lead", text=f"line {i}")) for i in range(1200)
     ]

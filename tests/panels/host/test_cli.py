@@ -21,6 +21,7 @@ from panels.hostdb import (
     append_events,
     connect,
     pending_commands,
+    set_meta,
     upsert_panels,
 )
 from panels.hostdb.catalogue import HostStarted, Said
@@ -47,6 +48,7 @@ def stopped_team(mnemara_home: Path) -> Path:
     state.mkdir(parents=True)
     conn = connect(state / "host.sqlite")
     upsert_panels(conn, [PanelRow("eng", "worker", "idle", turns=2, usd=0.25)])
+    set_meta(conn, {"bus": "b"})  # a started host records its bus
     hostile = "hello \x1b[31mred"
     append_events(
         conn,
