@@ -45,6 +45,7 @@ from runtime.errors import (
 from runtime.guard import halts
 from runtime.guard.halts import Halted
 from runtime.guard.records import HaltRecord
+from runtime.instance.debuglog import DebugLog
 from runtime.instance.lane import split_front_matter
 from runtime.instance.roledoc import RoleDocRead
 from runtime.store import TurnStore
@@ -81,6 +82,10 @@ from runtime.turn.request import spare_request, turn_request
 from runtime.turn.state import SessionState
 from runtime.window.plan import TrimPlan
 from runtime.window.rows import Consumed, NewRow, OutboxDraft, estimate_tokens
+
+# How long a finished turn's driver may take to end after the commit (the CLI's exit; the SDK
+# bounds its own waits, this is a backstop).
+FINISH_TIMEOUT_S = 30.0
 
 
 class Session(SessionState):
@@ -235,8 +240,7 @@ class Session(SessionState):
                     await self._commit(user_id, recorder, consumed, sends, notes)
                     self.debug.write("warning", "turn_stopped", user_row_id=user_id)
             if finished is not None:
-                with anyio.CancelScope(shield=True):
-                    await finished.aclose()  # its own stop is bounded (ClaudeDriver's _stop)
+                await _finish(finished, self.debug)
         if care:
             await after_turn(self.store, self.config, self.debug, recorder.final_blocks())
             plan = await trim_window(self.store, self.config, self.debug)
@@ -317,6 +321,19 @@ class Session(SessionState):
         caps = window_caps(self.config) if trim else None
         ids, plan = await self.store.run(commit_then_trim, commit, caps)
         return tuple(ids), plan
+
+
+async def _finish(driving: AsyncGenerator[DriverEvent, None], debug: DebugLog) -> None:
+    """Let a driver whose turn said Done end on its own (the CLI process exits), after the
+    commit. What it yields after Done is not part of the turn; what it raises is logged."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(FINISH_TIMEOUT_S):
+            try:
+                async for _ in driving:
+                    pass
+            except Exception as exc:
+                debug.write("error", "driver_after_done", error=repr(exc))
+        await driving.aclose()
 
 
 def _is_stop(exc: BaseException) -> bool:
