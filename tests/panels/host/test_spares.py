@@ -1,10 +1,10 @@
 """Warm spares in a host (panels/host/turns/spares.py), with real CLIs on the rehearsal model.
 
 One host of three panels and a limit of one spare: never more than one spare alive, the
-spare goes to the panel that turned last (the one it had is killed first), none is left once
-the host stops; and a spare an earlier life left behind (its host killed with -9, simulated
-by a driver whose spare is never discarded) carries the host's marker and is swept at the
-next start.
+spare goes to the panel that turned last (the one it had is killed first), a paused or
+halted panel keeps none, none is left once the host stops; and a spare an earlier life left
+behind (its host killed with -9, simulated by a driver whose spare is never discarded)
+carries the host's marker and is swept at the next start.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from panels.host.turns.drivers import claude_drivers
 from panels.host.turns.orphans import find_orphans, marker_env
 from panels.hostdb import connect, submit_command
-from panels.hostdb.verbs import Input
+from panels.hostdb.verbs import Halt, Input, Pause, Resume
 from panels.procfs import pid_alive
 from runtime.claude import ClaudeDriver
 from runtime.claude.pool import SparePool
@@ -94,11 +94,18 @@ async def test_spares_are_bounded_follow_the_last_turn_and_never_outlive_their_h
             other = next(n for n in NAMES if n != first)
             viewer = connect(team.hostdb_path)
             submit_command(viewer, Input(panel=other, text="hello"))
-            viewer.close()
             await events.wait("turn_ended", other)
             # The panel that just turned takes the place; the idle one's spare is killed first.
             await until(lambda: holders() == [other])
             assert max(alive) == 1
+            # A paused panel keeps no spare; one halted neither.
+            submit_command(viewer, Pause(panel=other))
+            await until(lambda: holders() == [])
+            submit_command(viewer, Resume(panel=other))
+            await until(lambda: holders() == [other])
+            submit_command(viewer, Halt(panel=other, reason="test"))
+            await until(lambda: holders() == [])
+            viewer.close()
         assert holders() == [] and len(pool) == 0
         assert find_orphans(state, current_life="") == []  # nothing marked is left running
         await leftover.discard_spare()
