@@ -92,12 +92,16 @@ class BusBackend(Protocol):
         *,
         senders: Collection[str] | None = None,
         epoch: int | None = None,
+        release: bool = True,
         take_over: bool = False,
         start_after: int | None = None,
         replay_backlog: bool = False,
         original_watermark: Path | None = None,
     ) -> int:
-        """Record a (re)started recipient and return its epoch. `take_over`,
+        """Record a (re)started recipient and return its epoch. With `release` the
+        leases its previous incarnation held are given back at once (the caller is the
+        recipient's one consumer, starting); without it they run to their end (the caller
+        only makes the recipient known, as a host does for an external agent). `take_over`,
         `start_after`, `replay_backlog` and `original_watermark` concern a table shared
         with the original mnemara (SQLite compatibility mode); other backends refuse them."""
         ...

@@ -160,7 +160,7 @@ class Participant:
 @asynccontextmanager
 async def open_participant(bus: BusBackend, admission: Admission) -> AsyncIterator[Participant]:
     """The agent registered on `bus` for the block; what it holds is given back at the end."""
-    await register_externals(bus, [admission.name])
+    await register_externals(bus, [admission.name], consumer=True)
     participant = Participant(bus, admission)
     try:
         yield participant

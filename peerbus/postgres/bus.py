@@ -125,6 +125,7 @@ class PgBus:
         *,
         senders: Collection[str] | None = None,
         epoch: int | None = None,
+        release: bool = True,
         take_over: bool = False,
         start_after: int | None = None,
         replay_backlog: bool = False,
@@ -140,7 +141,7 @@ class PgBus:
             )
         now = self._now()
         result = await self._pool.run(
-            lambda conn: submit.register(conn, recipient, senders, epoch, now),
+            lambda conn: submit.register(conn, recipient, senders, epoch, now, release=release),
             durable=self.options.durable,
         )
         self._feed.bump([recipient])

@@ -168,10 +168,17 @@ def _next(conn: Conn, sequence: str) -> int:
 
 
 def register(
-    conn: Conn, recipient: str, senders: Collection[str] | None, epoch: int | None, now: float
+    conn: Conn,
+    recipient: str,
+    senders: Collection[str] | None,
+    epoch: int | None,
+    now: float,
+    *,
+    release: bool = True,
 ) -> int:
-    """Record a (re)starting recipient, give back its previous incarnation's leases (no
-    attempt counted), and return its new epoch (stored + 1, or max(stored, epoch)).
+    """Record a (re)starting recipient, give back its previous incarnation's leases when
+    `release` (no attempt counted), and return its new epoch (stored + 1, or max(stored,
+    epoch)).
 
     Run twice after a cut-off commit, the epoch goes up twice: epochs only need to grow."""
     route = Route.of(recipient, senders)
@@ -186,6 +193,8 @@ def register(
         {"r": route.recipient, "e": epoch, "s": route.senders_json, "w": iso(now)},
     ).fetchone()
     assert row is not None
+    if not release:
+        return int(row[0])
     released = conn.execute(
         """UPDATE peerbus_receipts
               SET state = 'waiting', available_at = 0, claim_token = NULL, lease_until = NULL

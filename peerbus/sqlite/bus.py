@@ -156,6 +156,7 @@ class Bus:
         *,
         senders: Collection[str] | None = None,
         epoch: int | None = None,
+        release: bool = True,
         take_over: bool = False,
         start_after: int | None = None,
         replay_backlog: bool = False,
@@ -192,7 +193,9 @@ class Bus:
                 "as the original does (replay the backlog with replay_backlog)"
             )  # fmt: skip
             log.warning("%s: panel %r %s", self.file.path, recipient, how)
-        new_epoch = await self._on_current(submit.register, recipient, senders=senders, epoch=epoch)
+        new_epoch = await self._on_current(
+            submit.register, recipient, senders=senders, epoch=epoch, release=release
+        )
         if original_watermark is not None and self.file.mode == "compat":
             self._originals[recipient] = (original_watermark, _stat_key(original_watermark))
         self._bump([recipient])

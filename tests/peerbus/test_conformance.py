@@ -138,6 +138,19 @@ async def test_register_releases_the_previous_incarnations_leases(backend: Backe
         assert (await bus.ack(fresh)).settled == (ident,)
 
 
+async def test_register_without_release_leaves_the_leases_to_their_holder(
+    backend: Backend,
+) -> None:
+    # A host making an external agent known, while the agent's server holds a claim.
+    async with backend() as bus:
+        ident = await bus.submit("a", "b", {"n": 1})
+        await bus.register("b", epoch=1)
+        held = await bus.claim("b", lease=600)
+        assert await bus.register("b", epoch=1, release=False) == held.epoch
+        assert (await bus.claim("b")).ids == ()
+        assert (await bus.ack(held)).settled == (ident,)
+
+
 async def test_expired_lease_nobody_reclaimed_can_still_be_acked(
     backend: Backend, clock: Callable[[], float]
 ) -> None:

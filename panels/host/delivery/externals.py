@@ -7,9 +7,11 @@ first; either may run without the other). It hears direct messages only, never b
 a broadcast stays open until every registered recipient that hears it is done with it, and
 an agent that is away for days must not keep the team's broadcasts open.
 
-Registering keeps the recipient's epoch (it is not a restart of anything), but it gives back
-at once the messages an earlier server of that name held claimed: they come again on the
-next `inbox`. One `mnemara mcp` per name at a time, then.
+Registering keeps the recipient's epoch (it is not a restart of anything). The host's
+registration leaves the agent's leases alone (a host that starts or restarts is not the
+agent's consumer: a running server's claims stay its own until it acks them); the server's
+own, as it starts, gives back at once what an earlier server of that name held claimed: it
+comes again on the next `inbox`. One `mnemara mcp` per name at a time, then.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from peerbus import BusBackend
 HEARS = ()  # the senders whose broadcasts an external agent takes: none
 
 
-async def register_externals(bus: BusBackend, names: Iterable[str]) -> None:
-    """Register each external agent named on `bus`, keeping its epoch."""
+async def register_externals(
+    bus: BusBackend, names: Iterable[str], *, consumer: bool = False
+) -> None:
+    """Make each external agent named known on `bus`, keeping its epoch. The host leaves
+    what the agent holds claimed alone; its `consumer` (the server serving it, starting)
+    takes back what an earlier one held."""
     for name in names:
-        await bus.register(name, senders=HEARS, epoch=1)
+        await bus.register(name, senders=HEARS, epoch=1, release=consumer)
