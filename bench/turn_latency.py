@@ -9,10 +9,12 @@ bundled Claude Code CLI on the rehearsal model:
   tail (panels/ui/tail.py, polling as the dashboard does).
 
 For a solo panel and for a team of 8 whose panels take turns one after another, sandboxed as
-the default team runs (sandbox "auto", bubblewrap present) and unconfined beside it; with
-`--spares N`, the team file sets `warm_spares = N` (0: no warm spare). Each figure line ends
-with the load average; the issue's targets are computed from the figures ("target met" /
-"target missed"). With spares, the idle cost of a spare (RSS, CPU) is measured too.
+the default team runs (sandbox "auto", bubblewrap present) and unconfined beside it. Each case
+runs without a warm spare and then with (`--spares N` for the solo runs, default 1;
+`--team-spares N` for the team, default 8, one per panel), side by side on the same load, and
+the team once more with its default `warm_spares`. Each figure line ends with the load
+average; the issue's targets are computed from the runs with spares ("target met" / "target
+missed"). With spares, the idle cost of the spares (RSS, CPU) is measured too.
 
     .venv/bin/python bench/turn_latency.py [--rounds 12] [--spares N] [--team-spares N] [--quick]
 """
@@ -244,19 +246,29 @@ async def main(args: argparse.Namespace) -> None:
     sandboxed = "auto" if support.bwrap is not None else "off"
     if support.bwrap is None:
         print(f"no sandbox here ({support.reason}): the sandboxed figures run unconfined")
-    spares = args.spares
+    # Each case without a spare, then with: side by side in one run, on the same load.
+    spares = 1 if args.spares is None else args.spares
     idle = 1.0 if args.quick else 3.0
-    solo = await measure("solo, sandboxed", 1, args.rounds, sandboxed, spares, args.pause, idle)
-    report(solo)
+
+    async def pair(label: str, panels: int, rounds: int, sandbox: str, with_spares: int) -> Run:
+        without = await measure(f"{label}, no spare", panels, rounds, sandbox, 0, args.pause)
+        report(without)
+        run = await measure(f"{label}, warm_spares {with_spares}", panels, rounds, sandbox,
+                            with_spares, args.pause, idle)  # fmt: skip
+        report(run)
+        return run
+
+    solo = await pair("solo, sandboxed", 1, args.rounds, sandboxed, spares)
     team = None
     if not args.quick:
-        unconfined = await measure("solo, unconfined", 1, args.rounds, "off", spares, args.pause)
-        report(unconfined)
+        await pair("solo, unconfined", 1, args.rounds, "off", spares)
         team_rounds = max(1, args.rounds // 4)
-        team_spares = spares if args.team_spares is None else args.team_spares
-        team = await measure(f"team of 8, sandboxed, warm_spares {team_spares}", 8, team_rounds,
-                             sandboxed, team_spares, args.pause)  # fmt: skip
-        report(team)
+        # "With a spare": one per panel. The team default (2 for 8 panels) is shown beside.
+        team_spares = 8 if args.team_spares is None else args.team_spares
+        team = await pair("team of 8, sandboxed", 8, team_rounds, sandboxed, team_spares)
+        default = await measure("team of 8, sandboxed, the default warm_spares", 8, team_rounds,
+                                sandboxed, None, args.pause)  # fmt: skip
+        report(default)
     targets(solo, team)
 
 
@@ -267,13 +279,13 @@ def cli(argv: list[str] | None = None) -> None:
         "--spares",
         type=int,
         default=None,
-        help="warm_spares in the team file (default: the host's default)",
+        help="warm_spares of the solo runs with a spare (default 1, solo mode's own)",
     )
     parser.add_argument(
         "--team-spares",
         type=int,
         default=None,
-        help="warm_spares for the team of 8 (default: --spares)",
+        help="warm_spares of the team run with spares (default 8: one per panel)",
     )
     parser.add_argument("--pause", type=float, default=1.5, help="seconds between inputs")
     parser.add_argument("--quick", action="store_true", help="a smoke test: solo, 2 rounds")
