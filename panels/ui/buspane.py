@@ -5,45 +5,40 @@ Attributes down: the app gives the pane the bus (`bus_location`, from the host's
 the events that answer a retry (`show_events`). Messages up: selecting a dead letter and
 pressing `r` (or the button) posts `BusPane.RetryAsked`; the app sends the `retry` verb and
 the host applies it. The pane reads the bus itself through peerbus's viewer API
-(`follow_bus` in busread.py, read-only), only while it is shown. Names, topics and reasons
+(a `BusFollower`, busread.py: read-only), only while it is shown. Names, topics and reasons
 come from peers: cleaned and rendered with markup off.
 """
 
 from __future__ import annotations
 
-from contextlib import suppress
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.message import Message
-from textual.reactive import reactive
 from textual.widgets import Button, DataTable, Static
-from textual.worker import Worker, WorkerError
 
 from panels.hostdb import HostEvent
 from panels.hostdb.catalogue import VerbApplied
 from panels.hostdb.verbs import Retry
 from panels.text import clean
-from panels.ui.busread import bus_counts, follow_bus
+from panels.ui.busread import BusFollower, bus_counts
 from peerbus import BusSnapshot, Flow
-
-INTERVAL = 0.25  # seconds between polls of the bus file while the pane is shown
 
 
 def _cell(value: object, limit: int = 40) -> Text:
     return Text(clean(value, limit))
 
 
-class BusPane(Vertical):
+class BusPane(BusFollower):
     """The bus view. `read_only` panes offer no retry."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "retry", "Retry dead letter")]
 
-    bus_location: reactive[str | None] = reactive(None, layout=False)
-    active: reactive[bool] = reactive(False)  # shown, and reading the bus
+    INTERVAL = 0.25  # seconds between polls of the bus file while the pane is shown
+    RETRY_HINT = "press f6 twice to try again"
 
     class RetryAsked(Message):
         """The operator asked for a dead letter to be retried: `verb` is for the host."""
@@ -56,7 +51,6 @@ class BusPane(Vertical):
         super().__init__(id=id)
         self.read_only = read_only
         self.snapshot = BusSnapshot()
-        self._worker: Worker[None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("bus: not read yet"), id="bus-summary")
@@ -72,45 +66,9 @@ class BusPane(Vertical):
         yield dead
         yield Static(Text(""), id="bus-notice")
 
-    # -- reading, while shown ----------------------------------------------------------------
-
-    async def watch_bus_location(self) -> None:
-        await self._stop()  # another host life may name another file
-        self._follow()
-
-    async def watch_active(self, active: bool) -> None:
-        self.display = active
-        if active:
-            self._follow()
-        else:
-            await self._stop()
-
-    def _follow(self) -> None:
-        if self.bus_location is None or not self.active or self._worker is not None:
-            return
-        self._worker = self.run_worker(
-            self._read(self.bus_location), name="bus", exit_on_error=False
-        )
-
-    async def _stop(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            # Wait until it is gone: its connection closes in its own `finally`, on this loop.
-            worker.cancel()
-            with suppress(WorkerError):
-                await worker.wait()
-
-    async def on_unmount(self) -> None:
-        await self._stop()
-
-    async def _read(self, location: str) -> None:
-        await follow_bus(location, show=self.show, say=self._say, interval=INTERVAL,
-                         retry_hint="press f6 twice to try again")  # fmt: skip
-        self._worker = None  # the bus could not be read: f6 twice follows it again
-
     # -- showing ---------------------------------------------------------------------------------
 
-    def show(self, snapshot: BusSnapshot) -> None:
+    def show_bus(self, snapshot: BusSnapshot) -> None:
         """Fill both tables, keeping the cursors where they were (on the same dead letter, when
         it is still there)."""
         self.snapshot = snapshot
@@ -145,9 +103,9 @@ class BusPane(Vertical):
         for event in events:
             if isinstance(event, VerbApplied) and event.verb == "retry":
                 refused = "" if event.ok else "REFUSED: "
-                self._say(f"retry ({clean(event.summary, 40)}): {refused}{clean(event.outcome)}")
+                self.say_bus(f"retry ({clean(event.summary, 40)}): {refused}{clean(event.outcome)}")
 
-    def _say(self, text: str) -> None:
+    def say_bus(self, text: str) -> None:
         self.query_one("#bus-notice", Static).update(Text(text))
 
     def chosen(self) -> Flow | None:
@@ -173,9 +131,9 @@ class BusPane(Vertical):
         if self.read_only:
             return
         if item is None:
-            self._say("no dead letter chosen: pick one in the list below, then press r")
+            self.say_bus("no dead letter chosen: pick one in the list below, then press r")
             return
-        self._say(f"retry of message {item.id} asked; waiting for the host")
+        self.say_bus(f"retry of message {item.id} asked; waiting for the host")
         self.post_message(self.RetryAsked(item.id))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
