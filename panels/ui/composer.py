@@ -1,7 +1,7 @@
 """`Composer`: a pane's multi-line input. Ctrl+S sends, Enter is a newline, Esc clears.
 
-Unfocused it is one row (the transcript above keeps the room); focused it grows to a few
-rows with a border (dashboard.tcss), and shrinks back when the focus leaves."""
+It is one row (the transcript above keeps the room); focused, a bar marks it and it grows with
+its text, up to half its pane (dashboard.tcss), and shrinks back when the focus leaves."""
 
 from __future__ import annotations
 
