@@ -10,9 +10,11 @@ import dataclasses
 from pathlib import Path
 
 from panels.errors import HostError
-from panels.team import TeamSpec
+from panels.team import PanelSpec, TeamSpec
 from panels.unconfined import UNCONFINED
-from runtime.instance.home import mnemara_home
+from runtime.errors import ConfigError
+from runtime.instance.config import load_config
+from runtime.instance.home import InstancePaths, mnemara_home
 from runtime.sandbox import Sandbox, SandboxSettings, SandboxUnavailable, probe, sandbox_for
 
 SHARED = "commands share the CLI's namespaces"  # a sandbox that cannot nest (isolate.py)
@@ -22,7 +24,7 @@ def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | No
     """(the sandbox or None, what confines the tools); a note that starts with UNCONFINED is
     to be shown to the operator. Raises HostError when the team requires a sandbox that
     cannot be built here."""
-    settings = guarded_settings(team)
+    settings = guarded_settings(team, home)
     try:
         found = sandbox_for(settings, user_home=Path.home(), state_home=home or mnemara_home())
     except SandboxUnavailable as exc:
@@ -43,14 +45,29 @@ def team_sandbox(team: TeamSpec, home: Path | None = None) -> tuple[Sandbox | No
     return None, f"{UNCONFINED} (with your full rights): {probe().reason}"
 
 
-def guarded_settings(team: TeamSpec) -> SandboxSettings:
+def guarded_settings(team: TeamSpec, home: Path | None = None) -> SandboxSettings:
     """The team's sandbox settings with every file the host reads to decide what a panel may
     do kept read-only inside: each panel's role doc (its front matter narrows the panel's
-    lane; a panel that rewrote a peer's would steer the peer) and the rehearsal script."""
-    files = [spec.role for spec in team.panels if spec.role is not None]
+    lane; a panel that rewrote a peer's would steer the peer), the team file's or, for a
+    panel the team file gives no role, its instance's own, and the rehearsal script."""
+    files = [role for spec in team.panels if (role := _role_doc(spec, home)) is not None]
     if team.rehearsal is not None:
         files.append(team.rehearsal)
     known = team.sandbox.read_only
     return dataclasses.replace(
         team.sandbox, read_only=(*known, *(f for f in files if f not in known))
     )
+
+
+def _role_doc(spec: PanelSpec, home: Path | None) -> Path | None:
+    """The role doc the panel's turns will read: the team file's, else the one its existing
+    instance names (a new instance gets none); a config that cannot be read is reported when
+    the panel is prepared, not here."""
+    if spec.role is not None:
+        return spec.role
+    paths = InstancePaths.for_name(spec.instance, home)
+    try:
+        named = load_config(paths.config).role_doc_path if paths.config.is_file() else ""
+    except ConfigError:
+        return None
+    return Path(named) if named else None

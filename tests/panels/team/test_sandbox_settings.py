@@ -82,3 +82,33 @@ def test_every_panel_s_role_doc_and_the_rehearsal_script_are_read_only_inside(
     guarded = guarded_settings(spec).read_only
     expected = {tmp_path / n for n in ("t.toml", "eng.md", "qa.md", "script.toml")}
     assert set(guarded) == expected and len(guarded) == len(expected)
+
+
+def test_a_role_doc_the_instance_names_is_read_only_inside_when_the_team_file_names_none(
+    tmp_path: Path,
+) -> None:
+    """`mnemara init -i eng --role roles/eng.md` and a team file whose panel has no `role`:
+    the turns read the instance's role doc, so the sandbox keeps that one read-only too. A
+    panel whose instance does not exist yet, or names no role doc, adds nothing, and an
+    instance config that cannot be read is left for the host's own report."""
+    from panels.host.turns.confine import guarded_settings
+    from runtime.instance.config import InstanceConfig, save_config
+    from runtime.instance.home import InstancePaths
+
+    home = tmp_path / "home"
+    role = tmp_path / "roles" / "eng.md"
+    role.parent.mkdir()
+    role.write_text("# Role\n", encoding="utf-8")
+    text = '[team]\nname = "t"\n' + "".join(
+        f'[[panels]]\nname = "{name}"\n' for name in ("eng", "qa", "ops", "new")
+    )
+    spec = parse_team(text, source=tmp_path / "t.toml", home=home)
+    for name, doc in (("eng", str(role)), ("qa", "")):
+        paths = InstancePaths.for_name(name, home)
+        paths.root.mkdir(parents=True)
+        save_config(paths.config, InstanceConfig(role_doc_path=doc))
+    broken = InstancePaths.for_name("ops", home)
+    broken.root.mkdir(parents=True)
+    broken.config.write_text("{", encoding="utf-8")
+    assert set(guarded_settings(spec, home).read_only) == {tmp_path / "t.toml", role}
+    assert guarded_settings(spec, tmp_path / "elsewhere").read_only == (tmp_path / "t.toml",)
