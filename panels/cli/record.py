@@ -119,7 +119,7 @@ async def _record(
     from panels.host.solo import solo_team
     from panels.host.turns.confine import team_sandbox
     from panels.repl.face import run_face
-    from panels.unconfined import UNCONFINED
+    from panels.unconfined import UNCONFINED, told
     from runtime.cassette.file import CassetteWriter
     from runtime.cassette.relay import open_relay
     from runtime.cassette.scrub import Scrubber, env_secrets
@@ -145,7 +145,9 @@ async def _record(
                 else:
                     history = InstancePaths.for_name(instance).prompt_history
                     terminal = _recording_terminal(writer, history)
-                    ok = await run_face(team, terminal, drivers=lambda spec: driver)
+                    ok = await run_face(
+                        team, terminal, drivers=lambda spec: driver, sandbox_note=told(note, team)
+                    )
         writer.finish(relay.tally.as_json())
     finally:
         writer.close()

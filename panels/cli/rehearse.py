@@ -217,13 +217,14 @@ async def rehearsal_driver(
     *,
     log: Path | None = None,
     usage_hook: UsageHook | None = None,
-) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer]]:
-    """The script served on loopback, and a CLI driver aimed at its `panel` (a throwaway
-    HOME, a dummy key) and confined as `team` says, for the block."""
+) -> AsyncIterator[tuple[ClaudeDriver, RehearsalServer, str]]:
+    """The script served on loopback, a CLI driver aimed at its `panel` (a throwaway HOME, a
+    dummy key) and confined as `team` says, and what confines it (the note a face shows),
+    for the block."""
     import tempfile
 
     from panels.host.turns.confine import team_sandbox
-    from panels.unconfined import UNCONFINED
+    from panels.unconfined import UNCONFINED, told
     from runtime.claude import ClaudeDriver
     from runtime.rehearsal import open_rehearsal_server
     from runtime.rehearsal.env import rehearsal_env
@@ -234,7 +235,7 @@ async def rehearsal_driver(
     with tempfile.TemporaryDirectory(prefix="mnemara-rehearsal-") as cli_home:
         async with open_rehearsal_server(script, log_path=log, usage_hook=usage_hook) as server:
             env = rehearsal_env(server.base_url_for(panel), Path(cli_home))
-            yield ClaudeDriver(env=env, sandbox=sandbox), server
+            yield ClaudeDriver(env=env, sandbox=sandbox), server, told(note, team)
 
 
 async def _rehearse(
@@ -260,27 +261,30 @@ async def _rehearse(
     async with rehearsal_driver(script, panel, team, log=log, usage_hook=usage_hook) as (
         driver,
         server,
+        note,
     ):
         if prompts:
             failed = await _run_prompts(instance, driver, server, panel, prompts)
         elif typed is not None:
-            ok = await _run_typed(team, driver, typed)
+            ok = await _run_typed(team, driver, typed, note)
         else:
-            ok = await run_solo(team, drivers=lambda spec: driver)
+            ok = await run_solo(team, drivers=lambda spec: driver, sandbox_note=note)
         typer.echo(f"rehearsal total: {usage_line(server.requests(panel))}")
         if seen is not None:
             seen.extend(server.requests(panel))
     return failed, ok
 
 
-async def _run_typed(team: TeamSpec, driver: AgentDriver, lines: list[str]) -> bool:
+async def _run_typed(
+    team: TeamSpec, driver: AgentDriver, lines: list[str], sandbox_note: str
+) -> bool:
     """The REPL with `lines` queued as typed input, then stdin (usually at its end)."""
     from panels.repl.face import run_face
     from panels.repl.terminal import Terminal
 
     terminal = Terminal()
     terminal.queued.extend(lines)
-    return await run_face(team, terminal, drivers=lambda spec: driver)
+    return await run_face(team, terminal, drivers=lambda spec: driver, sandbox_note=sandbox_note)
 
 
 async def _run_prompts(

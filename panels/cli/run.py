@@ -116,7 +116,7 @@ async def _rehearsal_drivers(
     appended to `totals` at the end."""
     from panels.cli.rehearse import rehearsal_driver, usage_line
 
-    async with rehearsal_driver(script, panel, team) as (driver, server):
+    async with rehearsal_driver(script, panel, team) as (driver, server, _):
         try:
             yield lambda spec: driver
         finally:

@@ -313,9 +313,13 @@ async def run_face(
     drivers: DriverFactory | None = None,
     home: Path | None = None,
     policy: RestartPolicy = SOLO_RESTARTS,
+    sandbox_note: str = "",
 ) -> bool:
     """Run the one-panel team with the REPL as its face until /quit or end of input.
-    Returns False when the host gave up on the panel (the caller exits non-zero)."""
+    Returns False when the host gave up on the panel (the caller exits non-zero).
+    `sandbox_note` is what confines the tools of `drivers` the caller built (unconfined.py's
+    `told`), so the banner says why they run unconfined; the host's own drivers say it
+    themselves."""
     face = SoloFace(team, terminal, home=home)
     face.host = Host(
         team,
@@ -326,6 +330,8 @@ async def run_face(
         redeliver_failed_input=False,
         holder=f"`mnemara run` of instance {team.panels[0].instance!r}",
     )
+    if sandbox_note:
+        face.host.sandbox_note = sandbox_note
     with face._send, face._receive, terminal:
         await _run_face(face, terminal)
     return not face.given_up
@@ -369,8 +375,13 @@ async def _serve_face(face: SoloFace, terminal: Terminal) -> None:
 
 
 async def run_solo(
-    team: TeamSpec, *, drivers: DriverFactory | None = None, home: Path | None = None
+    team: TeamSpec,
+    *,
+    drivers: DriverFactory | None = None,
+    home: Path | None = None,
+    sandbox_note: str = "",
 ) -> bool:
     """`mnemara run`: the face on stdin and stdout, with the instance's prompt history."""
     history = InstancePaths.for_name(team.panels[0].instance, home).prompt_history
-    return await run_face(team, Terminal(history=history), drivers=drivers, home=home)
+    terminal = Terminal(history=history)
+    return await run_face(team, terminal, drivers=drivers, home=home, sandbox_note=sandbox_note)

@@ -110,6 +110,38 @@ def test_runs_banner_says_so(args: list[str], path: str | None, said: str | None
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "path", "said"),
+    [
+        (["--sandbox", "off"], None, "the sandbox is turned off; what the permission rules"),
+        ([], NO_BWRAP, "bubblewrap (bwrap) is not installed; install bubblewrap"),
+        pytest.param([], None, None, marks=CONFINES),
+    ],
+    ids=["sandbox-off", "no-bwrap", "confined"],
+)
+def test_a_rehearsal_s_banner_says_why_as_the_host_s_own_does(
+    tmp_path: Path, args: list[str], path: str | None, said: str | None
+) -> None:
+    """`run --rehearsal` and `rehearse` build the CLI's driver themselves: the REPL's line
+    still says why the tools run unconfined, not only that its driver has none."""
+    script = tmp_path / "solo.toml"
+    script.write_text('[panels.solo]\nfallback_text = "ok"\n', encoding="utf-8")
+    assert mnemara("init", "-i", "solo").returncode == 0
+    commands = [["run", "-i", "solo", "--no-tui", "--rehearsal"]]
+    commands.append(["rehearse", "-i", "solo", "--script"])
+    for command in commands:
+        done = mnemara(*command, str(script), *args, path=path, stdin="/quit\n")
+        assert done.returncode == 0, done.stderr
+        banner = done.stdout.split("you>", 1)[0]
+        warned = [s for s in banner.splitlines() if s.startswith("[warning] ")]
+        if said is None:
+            assert warned == [] and "unconfined" not in done.stdout + done.stderr
+        else:
+            (line,) = warned
+            assert said in line and "driver has no sandbox" not in line, line
+        assert "Traceback" not in done.stderr
+
+
 @pytest.mark.e2e
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_up_on_a_terminal_marks_the_dashboard_and_says_so_after(tmp_path: Path) -> None:
