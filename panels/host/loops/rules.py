@@ -9,7 +9,7 @@ Progress, as the graph judges it before a rule is asked:
   a state its chain has not seen: bookkeeping (slots, logs, stamps, files git ignores) and
   returns to an earlier state of the chain do not count;
 - a message says something new when, against what the last `chain_memory` messages of its
-  causal line said (loop_text.py: masked content words and word pairs), it brings at least
+  causal line said (loops/text.py: masked content words and word pairs), it brings at least
   `novel_units` new units making at least `novelty` of its own. Length plays no part.
 
 The four rules, exactly (defaults in `LoopSettings`):
