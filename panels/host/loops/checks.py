@@ -96,6 +96,10 @@ class HostChecks:
         terminal, _ = self.turn_sends()
         return Refusal(TERMINAL_REFUSAL) if terminal else None
 
+    def owed(self) -> HaltRecord | None:
+        """A team loop halt owed to this panel that its guard has not taken yet, if any."""
+        return self._loop_halt()
+
     def _loop_halt(self) -> HaltRecord | None:
         return self.loops.owed_to(self.panel) if self.loops is not None else None
 

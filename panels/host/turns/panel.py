@@ -242,16 +242,24 @@ class PanelRunner:
 
     async def resume(self, *, by: str) -> HaltRecord | None:
         """Clear pause and halt; the budget stop and the sentinel start over from here.
-        Returns the halt that was lifted."""
+        Returns the halt that was lifted: the guard's, or a team loop halt owed to the panel
+        that its guard has not taken yet (decided on what the operator resumes it from)."""
         self.paused = False
-        lifted = self.halt
+        halted = self.halt
+        lifted = halted or self.checks.owed()
         if lifted is not None:
-            if self.session is not None:
-                await self.session.resume()  # the guard, and the store's current halt
-            else:
-                self.guard.resume()
+            # What would halt the panel again on the old evidence (a loop halt owed to it,
+            # the slope's history) goes before the guard's halt, with no await between: the
+            # store's write below awaits, and a life woken meanwhile asks its guard whether a
+            # turn may begin. Had the owed halt still been there, the guard would take it back
+            # and the panel would stay halted after a resume that said it was not.
             self.checks.forget()
             self.halted_by = ""
+            if halted is not None:
+                if self.session is not None:
+                    await self.session.resume()  # the guard, and the store's current halt
+                else:
+                    self.guard.resume()
             self.host.log.emit(Resumed(panel=self.name, by=by, rule=lifted.rule))
         if not self.in_turn and self.state is not PanelState.FAILED:
             self.set_state(PanelState.IDLE)

@@ -1,7 +1,8 @@
 """Team-level loop detection through a real host: two panels that talk in circles are both
 stopped with a team halt naming the edge and the message ids; the watchdog's digest says so;
 an exchange with real file changes between rounds runs on; an edge over its rate is flagged
-in the log."""
+in the log. A resume forgives the loop, lifts a loop halt a panel's guard has not taken yet,
+and a panel woken while its resume is being stored does not take the old halt back."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from panels.host.delivery.feed import OPERATOR, operator_route
 from panels.host.loops.rules import LoopSettings
 from panels.hostdb.verbs import Resume
+from runtime.guard.halts import HALT_META
 from runtime.turn.driver import (
     DriverEvent,
     ToolCall,
@@ -69,6 +72,28 @@ class EditThenTalk:
             yield event
 
 
+class HoldAt:
+    """A scripted panel whose turn `at` waits for `go` before it plays; `started` is set as
+    that turn begins."""
+
+    def __init__(self, script: list[Any], at: int, go: anyio.Event | None = None) -> None:
+        self.inner = ScriptedDriver(script)
+        self.at = at
+        self.started = anyio.Event()
+        self.go = go or anyio.Event()
+
+    @property
+    def requests(self) -> list[TurnRequest]:
+        return self.inner.requests
+
+    async def run_turn(self, request: TurnRequest) -> AsyncGenerator[DriverEvent, None]:
+        if len(self.inner.requests) + 1 == self.at:
+            self.started.set()
+            await self.go.wait()
+        async for event in self.inner.run_turn(request):
+            yield event
+
+
 async def test_two_panels_talking_in_circles_are_both_halted_naming_the_edge_and_ids(
     anyio_backend: str, tmp_path: Path, start_host: Any
 ) -> None:
@@ -98,6 +123,57 @@ async def test_two_panels_talking_in_circles_are_both_halted_naming_the_edge_and
     assert loops and "a -> b -> a" in loops[0]
     digest_text = str(drivers["dog"].requests[0].blocks[-1]["text"])
     assert "team loop, ping_pong" in digest_text
+
+
+async def test_a_panel_woken_while_its_resume_is_stored_does_not_take_the_old_halt_back(
+    anyio_backend: str, tmp_path: Path, start_host: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    scripts = {"a": talk("b", 10), "b": talk("a", 10)}
+    async with start_host(team, scripts, loops=QUICK) as (host, events, drivers):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "start"})
+        await events.wait("halt", "b")
+        b = host.panels["b"]
+        assert b.session is not None
+        store, write = b.session.store, b.session.store.set_meta
+
+        async def set_meta(key: str, value: str) -> None:
+            if key == HALT_META and not value:  # the resume's write: b's guard is clear now
+                b.wakeup.set()  # its life wakes here, as a message arriving now would wake it
+                await anyio.wait_all_tasks_blocked()  # and asks whether a turn may begin
+            await write(key, value)
+
+        monkeypatch.setattr(store, "set_meta", set_meta)
+        assert (await host.dispatch(Resume(panel="b"))).ok
+        assert b.halt is None and len(events.of("halt", "b")) == 1
+        assert (await host.dispatch(Resume(panel="a"))).ok
+        halts = await events.wait("halt", "b", count=2)  # b ran on, into a new loop
+    assert halts[0].message != halts[1].message
+    assert len(drivers["b"].requests) > 2
+
+
+async def test_a_resume_lifts_a_loop_halt_owed_to_a_panel_whose_guard_has_not_taken_it(
+    anyio_backend: str, tmp_path: Path, start_host: Any
+) -> None:
+    team = make_team(tmp_path, panels("a", "b"))
+    # b's third turn (the operator's message) is held open; a's third turn, the one that
+    # closes the loop, waits until b is inside it. The halt owed to b then waits for b's guard
+    # to ask (its next call, or its turn's end).
+    b = HoldAt([*talk("a", 2), reply("noted")], at=3)
+    a = HoldAt(talk("b", 10), at=3, go=b.started)
+    async with start_host(team, {"a": a, "b": b}, loops=QUICK) as (host, events, _):
+        await host.services.bus.submit(OPERATOR, operator_route("a"), {"text": "start"})
+        await events.wait("turn_ended", "b", count=2)
+        await host.services.bus.submit(OPERATOR, operator_route("b"), {"text": "hold on"})
+        await events.wait("halt", "a")
+        assert host.panels["b"].halt is None and host.panels["b"].in_turn
+        resumed = await host.dispatch(Resume(panel="b"))
+        assert resumed.ok and "b is resumed" in resumed.text
+        b.go.set()
+        ended = (await events.wait("turn_ended", "b", count=3))[2]
+        assert ended.outcome == "done"
+        assert host.panels["b"].halt is None and not events.of("halt", "b")
+    assert [e.rule for e in events.of("resumed", "b")] == ["ping_pong"]
 
 
 async def test_an_exchange_with_file_changes_between_rounds_is_not_stopped(
