@@ -81,6 +81,10 @@ def test_the_cli_command_line_the_sdk_builds(make_request: Any) -> None:
     # form the CLI accepts, so an SDK that changes how it spells them still passes; the e2e
     # tests check what the CLI then sends (tests/e2e/test_turns_e2e.py).
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    # The SDK's own step before it starts the CLI (query() and the client both take it): our
+    # can_use_tool callback becomes `--permission-prompt-tool stdio`, so the CLI asks us over
+    # the control protocol before every tool call instead of deciding alone.
     from claude_agent_sdk.types import _configure_can_use_tool
 
     request = make_request()
