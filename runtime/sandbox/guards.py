@@ -157,7 +157,11 @@ def _guarded(
     if state_home is not None:
         hidden.add(state_home)
     hidden.add(user_home / ".claude")
-    return _existing(hidden), _existing(frozen) - _existing(hidden)
+    covered = _existing(hidden)
+    # A path under a hidden one is not there to guard (a role doc in MNEMARA_HOME, which a
+    # working directory at home holds): binding it would make its parents inside the
+    # hidden, read-only folder, which bubblewrap cannot, and a pin would show them again.
+    return covered, {p for p in _existing(frozen) if not any(p.is_relative_to(h) for h in covered)}
 
 
 def _git_placeholder(root: Path) -> list[Path]:

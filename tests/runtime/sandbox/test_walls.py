@@ -223,3 +223,32 @@ def test_inside_the_sandbox_git_knows_who_the_user_is(tmp_path: Path) -> None:
     )
     me = pwd.getpwuid(os.getuid()).pw_name
     assert out.split() == [me, me, "true"], out
+
+
+def test_a_role_doc_kept_in_hidden_state_stays_hidden_and_the_sandbox_still_starts(
+    tmp_path: Path,
+) -> None:
+    """The working directory is home, MNEMARA_HOME is `~/.mnemara` and the role doc lives
+    there (`role --set-from-url` saves it so): the sandbox hides the state, so the role doc's
+    read-only bind is dropped rather than made inside the hidden folder (bubblewrap could
+    not, and every turn failed) or its folder pinned back into view."""
+    home = tmp_path / "home"
+    state = home / ".mnemara"
+    role = state / "eng" / "role.md"
+    role.parent.mkdir(parents=True)
+    role.write_text("# Role\n", encoding="utf-8")
+    out = run_inside(
+        tmp_path,
+        f"""
+echo started
+cat {role} 2>/dev/null && echo "read role"
+ls -A {state} 2>/dev/null | grep -q . && echo "saw state"
+echo x >> {role} && echo "wrote role"
+""",
+        cwd=home,
+        home=home,
+        settings=SandboxSettings(read_only=(role,)),
+        state_home=state,
+    )
+    assert out == "started\n", out
+    assert role.read_text(encoding="utf-8") == "# Role\n"
