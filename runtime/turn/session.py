@@ -96,11 +96,15 @@ class Session(SessionState):
         return spare_request(self)
 
     async def _halt(self, record: HaltRecord, user_id: int | None, ids: Sequence[int]) -> Halted:
+        # An operator's resume while the halting turn committed has lifted it already: it is
+        # logged, but not stored as the panel's current halt (`mnemara show` would say halted).
+        current = self.guard.halted is record
         if ids:  # the calls in the evidence are in this turn's assistant row
             record = record.with_row_ids({c.tool_use_id: ids[0] for c in record.calls})
         self.unlogged_halt = None
         halts.log_halt(self.debug, record, user_row_id=user_id)
-        await halts.save_halt(self.store, record, user_row_id=user_id)
+        if current:
+            await halts.save_halt(self.store, record, user_row_id=user_id)
         return Halted(record)
 
     # -- the turn -----------------------------------------------------------------------------

@@ -109,6 +109,34 @@ async def test_a_session_dollar_budget_halts_at_the_end_of_the_turn_that_spent_i
     }  # fmt: skip
 
 
+async def test_a_resume_while_the_halting_turn_commits_leaves_no_halt_stored_as_current(
+    instance: InstancePaths,
+    policy: RecordingPolicy,
+    configure: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    configure(limits={"budget": {"max_session_usd": 1.0}})
+    driver = ScriptedDriver(
+        [[TextDelta("big answer"), Cost(1.2), Done()], [TextDelta("more"), Done()]]
+    )
+    async with open_session("t1", driver=driver, approver=policy) as s:
+        store_run = s.store.run
+
+        async def resume_then_run(*args: Any, **kwargs: Any) -> Any:
+            if s.halted is not None and s.in_flight_row is not None:  # the halting turn's commit
+                await s.resume(BudgetSettings(max_session_usd=5.0))  # the operator, just now
+            return await store_run(*args, **kwargs)
+
+        monkeypatch.setattr(s.store, "run", resume_then_run)
+        events = await run(s, "write a novel")
+        stored = await s.store.get_meta("halt")
+        again = await run(s, "go on")
+    assert any(isinstance(e, Halted) for e in events)  # the turn was halted, and says so
+    assert stored == ""  # the resume stands: no current halt on disk for `mnemara show`
+    assert [r["rule"] for r in halt_records(instance)] == ["session_usd"]
+    assert any(isinstance(e, TextDelta) and e.text == "more" for e in again)
+
+
 async def test_without_limits_nothing_is_capped(
     instance: InstancePaths, policy: RecordingPolicy
 ) -> None:
