@@ -6,8 +6,11 @@ The areas are the team's working directory and its `writable` directories: what 
 tools may write, in the sandbox or not (a writable directory inside another area is covered
 by it). Left out of every checkpoint, so a rewind never puts an old one back: MNEMARA_HOME
 (the checkpoints live there), the team's state directory, the bus file with its siblings, the
-files the sandbox masks, and the secret folders and files at an area's top (`.ssh`, `.aws`,
-`.netrc`, ...), which a sandboxed panel cannot see anyway.
+files the sandbox masks, the secret folders and files at an area's top (`.ssh`, `.aws`,
+`.netrc`, ...), which a sandboxed panel cannot see anyway, and the names the sandbox holds an
+empty stand-in for at an area's top (`.envrc`, runtime/sandbox/placeholders.py): a confined
+panel can neither make nor change one, and a checkpoint that held the stand-in put it back as
+a file of the user's when a rewind ran with no host.
 
 A turn may write unless its panel's config denies Bash, Edit and Write alike and it has no
 MCP servers of its own; only such a turn goes without a checkpoint.
@@ -34,6 +37,7 @@ from runtime.instance.config import InstanceConfig
 from runtime.instance.home import InstancePaths, mnemara_home
 from runtime.policy.paths import SECRET_DIRS, SECRET_FILES
 from runtime.policy.stores import DATABASE_SIBLINGS, TEAM_DATABASES
+from runtime.sandbox.placeholders import FILES as STAND_INS
 
 # The native tools a panel gets that write (runtime/turn/driver.py `native_tools`); the policy
 # counts MultiEdit and NotebookEdit as Edit.
@@ -57,7 +61,7 @@ def exclusions(team: TeamSpec, home: Path | None, areas: list[Path]) -> list[Pat
     if team.bus_file is not None:
         left_out += [Path(f"{team.bus_file}{s}") for s in DATABASE_SIBLINGS]
     for area in areas:
-        left_out += [area / name for name in (*SECRET_DIRS, *SECRET_FILES)]
+        left_out += [area / name for name in (*SECRET_DIRS, *SECRET_FILES, *STAND_INS)]
         left_out += [area / f"{db}{s}" for db in TEAM_DATABASES for s in DATABASE_SIBLINGS]
     resolved = []
     for path in left_out:

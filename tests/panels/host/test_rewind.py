@@ -186,3 +186,28 @@ def test_the_checkpointer_says_each_left_out_file_once_and_stops_walking_a_huge_
     denied = tuple(ToolPolicy(tool=t, mode="deny") for t in ("Bash", "Edit", "Write"))
     assert not may_write(InstanceConfig(allowed_tools=denied))
     assert may_write(InstanceConfig())
+
+
+def test_the_sandbox_s_stand_in_is_in_no_checkpoint_so_a_rewind_without_a_host_makes_none(
+    tmp_path: Path,
+) -> None:
+    """A confined host holds an empty `.envrc` at the top of the working directory while its
+    turns run (runtime/sandbox/placeholders.py). A checkpoint that held it put it back as a
+    file of the user's when `mnemara rewind` ran after the host had stopped."""
+    from panels.host.turns.checkpointer import make_checkpointer
+    from runtime.checkpoint import CheckpointSettings, open_store, rewind
+
+    team = make_team(tmp_path, panels("a"))
+    work = team.workdir
+    keeper = make_checkpointer(team, team.panels[0], tmp_path / "mnemara-home")
+    (work / "notes.txt").write_text("before\n", encoding="utf-8")
+    (work / ".envrc").touch()  # the stand-in, while the host runs
+    taken = keeper.take(1, "one")
+    assert [a.files for a in taken.checkpoint.areas] == [1]
+    (work / "notes.txt").write_text("turn 1\n", encoding="utf-8")
+    keeper.take(2, "two")
+    (work / ".envrc").unlink()  # the host stopped: its stand-in is gone
+    report = rewind(open_store(keeper.paths.root), 1, settings=CheckpointSettings())
+    assert report.ok and "1 restored" in report.summary(), report.summary()
+    assert (work / "notes.txt").read_text(encoding="utf-8") == "before\n"
+    assert not (work / ".envrc").exists()
