@@ -155,9 +155,10 @@ def replay(
 
 
 def lost_statements(texts: tuple[str, ...], live: set[int]) -> tuple[list[Facts], set[str]]:
-    """Per runtime/memory/facts.py: the statements (a note's facts as a whole) and the tokens
-    (figures, identifiers, names, word stems, negation) of all notes that no live note has."""
-    from runtime.memory.facts import facts_of
+    """Per runtime/memory/facts.py: the statements (a note's facts as a whole) that no live
+    note states (`compare` finds a difference with each), and the tokens (figures,
+    identifiers, names, word stems, negation) of all notes that no live note has."""
+    from runtime.memory.facts import compare, facts_of
 
     def tokens(facts: Facts) -> set[str]:
         found = {f"figure {x}" for x in facts.figures} | {f"name {x}" for x in facts.names}
@@ -165,8 +166,8 @@ def lost_statements(texts: tuple[str, ...], live: set[int]) -> tuple[list[Facts]
         return found | ({"negation"} if facts.negated else set())
 
     stated = [facts_of(text) for text in texts]
-    kept = {stated[i] for i in live}
-    lost = list(dict.fromkeys(f for f in stated if f not in kept))
+    kept = [stated[i] for i in live]
+    lost = list(dict.fromkeys(f for f in stated if all(compare(f, k) for k in kept)))
     left: set[str] = set().union(*(tokens(stated[i]) for i in live))
     return lost, set().union(*(tokens(f) for f in stated)) - left
 

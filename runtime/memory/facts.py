@@ -12,13 +12,19 @@ token by token, before it archives anything:
 - identifiers: code spans, paths, dotted and snake_case names, CamelCase and ALLCAPS words;
 - names: capitalised words that are not common words (people, products, places);
 - negation: whether the note says not / no / never / without (`isn't`, `cannot` ...);
+- qualifiers: the common words that still carry a fact (QUALIFIERS): order and comparison
+  (`before` / `after`, `over` / `under`, `more` / `less`), condition (`if` / `unless`),
+  modality (`must` / `may`); and, only when each note has one, quantity (`all` / `some`),
+  `and` / `or`, and tense (`is` / `was`);
 - words: every other content word, reduced to a crude stem (plural and tense endings off),
   common words left out.
 
-Two notes are duplicates only when all five agree. A restatement that changes a common
-word ("per client" / "for each client") still counts as the same; one that changes any
-content word does not, and replay shows the pair to reconcile instead of archiving one of
-them. Erring that way costs a proposal to read; erring the other way loses a fact.
+Two notes are duplicates only when all six agree. A restatement that changes a common
+word ("per client" / "for each client", "are kept" / "are all kept", "pinned" / "has
+pinned") still counts as the same; one that changes any content word or qualifier does
+not ("runs before the deploy" / "after the deploy", 0.022 apart for the built-in embedder),
+and replay shows the pair to reconcile instead of archiving one of them. Erring that way
+costs a proposal to read; erring the other way loses a fact.
 """
 
 from __future__ import annotations
@@ -51,6 +57,25 @@ NEGATIONS = _words(
     couldn't mustn't n't
     """
 )
+# Common words that carry a fact, by group. A note saying one of the first three groups' words
+# and another not saying it differ; in the last three, two notes differ only when each says
+# one and they differ ("are all kept" restates "are kept"; "all" / "some" does not). Tense is
+# compared by class: `is` and `are` are one present, `was` and `were` one past.
+_ANY, _SWAP = "any", "swap"
+QUALIFIERS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(
+        _words("after before until since during between over under more most less least"),
+        ("order", _ANY),
+    ),
+    **dict.fromkeys(_words("if unless because though although"), ("condition", _ANY)),
+    **dict.fromkeys(_words("must may might shall should can could will would"), ("modal", _ANY)),
+    **dict.fromkeys(_words("all any some both either only much many few"), ("quantity", _SWAP)),
+    **dict.fromkeys(_words("and or"), ("connective", _SWAP)),
+}
+_TENSE = {
+    **dict.fromkeys(_words("is are am has have do does"), "present tense"),
+    **dict.fromkeys(_words("was were had did"), "past tense"),
+}
 _CODE = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"[$€£]?[\w][\w'.,:/@+#-]*%?", re.UNICODE)
 _EDGE = ".,:;'/-"
@@ -65,6 +90,7 @@ class Facts:
     names: frozenset[str]
     negated: bool
     words: frozenset[str]  # stems
+    qualifiers: frozenset[str] = frozenset()  # QUALIFIERS said, and tense classes
     spelled: dict[str, str] = field(default_factory=dict, compare=False)  # stem -> a spelling
 
 
@@ -73,6 +99,7 @@ def facts_of(text: str) -> Facts:
     figures: set[str] = set()
     identifiers: set[str] = {span.strip() for span in _CODE.findall(text)}
     names: set[str] = set()
+    qualifiers: set[str] = set()
     spelled: dict[str, str] = {}
     negated = False
     plain = _CODE.sub(lambda m: " " * len(m.group()), text)  # offsets kept
@@ -93,6 +120,8 @@ def facts_of(text: str) -> Facts:
             figures.add(_figure(lower))
         elif _IDENT.search(token):
             identifiers.add(token)
+        elif lower in QUALIFIERS or lower in _TENSE:
+            qualifiers.add(_TENSE.get(lower, lower))
         elif lower in COMMON:
             continue
         elif token[0].isupper() and not sentence_start:
@@ -105,6 +134,7 @@ def facts_of(text: str) -> Facts:
         frozenset(names),
         negated,
         frozenset(spelled),
+        frozenset(qualifiers),
         spelled,
     )
 
@@ -112,7 +142,12 @@ def facts_of(text: str) -> Facts:
 def differences(a: str, b: str) -> tuple[str, ...]:
     """How the facts of two notes differ, one line per kind, each side's own values shown
     (empty: they state the same facts)."""
-    fa, fb = facts_of(a), facts_of(b)
+    return compare(facts_of(a), facts_of(b))
+
+
+def compare(fa: Facts, fb: Facts) -> tuple[str, ...]:
+    """`differences` of two notes' facts already read (empty: the same facts). Equality of
+    Facts is stricter: a quantity or tense said by one note only is no difference here."""
     found: list[str] = []
     for kind, left, right in (
         ("figures", fa.figures, fb.figures),
@@ -125,10 +160,31 @@ def differences(a: str, b: str) -> tuple[str, ...]:
         only_a = {fa.spelled[w] for w in fa.words - fb.words}
         only_b = {fb.spelled[w] for w in fb.words - fa.words}
         found.append(f"words: {_side(only_a)} / {_side(only_b)}")
+    said_a, said_b = _qualifier_difference(fa.qualifiers, fb.qualifiers)
+    if said_a or said_b:
+        found.append(f"qualifiers: {_side(said_a)} / {_side(said_b)}")
     if fa.negated != fb.negated:
         said = {True: "negated", False: "affirmed"}
         found.append(f"negation: {said[fa.negated]} / {said[fb.negated]}")
     return tuple(found)
+
+
+def _qualifier_difference(a: frozenset[str], b: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The qualifiers that make two notes differ: each side's own, by QUALIFIERS' groups."""
+    left: set[str] = set()
+    right: set[str] = set()
+    groups = {_group(word) for word in a | b}
+    for group, rule in groups:
+        mine = {w for w in a if _group(w) == (group, rule)}
+        theirs = {w for w in b if _group(w) == (group, rule)}
+        if mine != theirs and (rule == _ANY or (mine and theirs)):
+            left |= mine - theirs
+            right |= theirs - mine
+    return left, right
+
+
+def _group(word: str) -> tuple[str, str]:
+    return QUALIFIERS.get(word, ("tense", _SWAP))
 
 
 def _side(values: frozenset[str] | set[str]) -> str:

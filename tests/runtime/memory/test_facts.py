@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.memory.facts import differences, facts_of
+from runtime.memory.facts import compare, differences, facts_of
 
 # The pairs a user found archived (issue 31): close in meaning, different in one fact.
 DIFFERENT = [
@@ -29,6 +29,36 @@ DIFFERENT = [
     ("The incident ticket is INC-2231.", "The incident ticket is INC-2213.", None),
     ("Releases ship on 2026-11-03.", "Releases ship on 2026-11-30.", None),
     ("Set MAX_WORKERS before the run.", "Set MIN_WORKERS before the run.", None),
+    # Common words that carry the fact (tests/runtime/memory/test_replay_facts.py: the built-in
+    # embedder puts each of these pairs under replay's near-duplicate cutoff).
+    (
+        "The database backup runs before the nightly deploy.",
+        "The database backup runs after the nightly deploy.",
+        ("qualifiers: before / after",),
+    ),
+    (
+        "Alerts fire when disk usage is over 80 percent.",
+        "Alerts fire when disk usage is under 80 percent.",
+        ("qualifiers: over / under",),
+    ),
+    (
+        "The cache holds more than 10 GB on each node.",
+        "The cache holds 10 GB on each node.",
+        ("qualifiers: more / (none)",),
+    ),
+    (
+        "The on-call engineer must restart the workers.",
+        "The on-call engineer may restart the workers.",
+        ("qualifiers: must / may",),
+    ),
+    ("Restart it if the queue stalls.", "Restart it unless the queue stalls.", None),
+    ("All builds use the cache.", "Some builds use the cache.", ("qualifiers: all / some",)),
+    ("Approve with Priya and Tomas.", "Approve with Priya or Tomas.", ("qualifiers: and / or",)),
+    (
+        "The limit is 500 requests.",
+        "The limit was 500 requests.",
+        ("qualifiers: present tense / past tense",),
+    ),
 ]
 
 # Restatements: the same facts in other common words, other tense, other number, other case.
@@ -43,6 +73,13 @@ SAME = [
     ),
     ("The build takes 1,200 seconds.", "The build takes 1200 seconds."),
     ("Deploys need an approval from the on-call.", "Deploy needs approval from the on-call!"),
+    # A quantity, a connective or a tense said by one note only restates the other.
+    ("Backups are kept for 7 days.", "Backups are all kept for 7 days."),
+    (
+        "The team owns the api and answers its pages.",
+        "The team owns the api and answers all of its pages.",
+    ),
+    ("The billing team pinned Python 3.12.", "The billing team has pinned Python 3.12."),
 ]
 
 
@@ -81,3 +118,9 @@ def test_a_negation_is_a_fact_of_its_own() -> None:
         "negation: negated / affirmed",
     )
     assert differences("It isn't cached.", "It is not cached.") == ()
+
+
+def test_a_quantity_said_by_one_note_only_is_no_difference() -> None:
+    kept, all_kept = facts_of("Backups are kept."), facts_of("Backups are all kept.")
+    assert kept != all_kept and compare(kept, all_kept) == ()
+    assert compare(all_kept, facts_of("Backups are some kept.")) == ("qualifiers: all / some",)
