@@ -27,6 +27,14 @@ SourcesArg = Annotated[
 ]
 
 
+def checked(sources: list[str] | None) -> list[str]:
+    """The sources named, each once; an empty one is refused by name, not looked up."""
+    wanted = list(dict.fromkeys(sources or []))
+    if any(not source.strip() for source in wanted):
+        raise fail("a SOURCE is empty; search prints notes' sources", EXIT_USAGE)
+    return wanted
+
+
 @reports_errors
 def archive(
     sources: SourcesArg,
@@ -39,7 +47,7 @@ def archive(
     from panels.cli.memory_common import opened
     from runtime.memory.archiving import archive_notes
 
-    wanted = list(dict.fromkeys(sources or []))
+    wanted = checked(sources)
     if not wanted:
         raise fail("name the notes to archive (SOURCE); search prints them", EXIT_USAGE)
     with opened(instance, ("memory archive", "archive notes in it")) as (_, memory):
@@ -62,12 +70,12 @@ def archive(
 @reports_errors
 def restore(instance: InstanceOpt, sources: SourcesArg = None) -> None:
     """Bring archived notes back (replay's near-duplicates, or notes archived by hand); with
-    no SOURCE, list what is archived."""
+    no SOURCE, list what is archived. Replay does not archive a restored note again."""
     from runtime.instance.home import InstancePaths
     from runtime.memory.notes import FileNotes
 
     paths = InstancePaths.for_name(instance).require()
-    wanted = list(dict.fromkeys(sources or []))
+    wanted = checked(sources)
     if not wanted:
         archived = FileNotes(paths.memory).archived()
         for source in archived:

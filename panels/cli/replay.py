@@ -48,10 +48,11 @@ def replay(
     archive near-duplicates, write a digest in sleep/. Dry run unless --apply.
 
     Notes are near-duplicates only when they also state the same facts (figures, versions,
-    dates, identifiers, names, negation, content words); a pair that reads alike but differs
-    in one is kept and drafted in wiki_proposals/reconcile-*.md, the differences named.
+    dates, identifiers, names, negation, content words, and small words that carry a fact:
+    before/after, over/under, must/may ...); a pair that reads alike but differs in one is
+    kept and drafted in wiki_proposals/reconcile-*.md, the differences named.
     Nothing archived is lost: `mnemara memory restore -i NAME` lists archived notes, and
-    `mnemara memory restore -i NAME SOURCE...` brings them back."""
+    `mnemara memory restore -i NAME SOURCE...` brings them back (replay then leaves them)."""
     from datetime import UTC, datetime
 
     from runtime.errors import EngineUnavailableError

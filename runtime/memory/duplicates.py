@@ -4,13 +4,14 @@ Replay (runtime/memory/replay.py) calls `find_duplicates` with the notes of its 
 their unit vectors. A note joins the group of the nearest earlier group leader within the
 cutoff whose facts it states (runtime/memory/facts.py); the longest (then the oldest) note
 of a group is kept, the others are archived. A note within the cutoff of a leader whose
-facts differ is a `Conflict`: both stay, and replay drafts the pair to reconcile.
+facts differ is a `Conflict`: both stay, and replay drafts the pair to reconcile. A note the
+operator restored (`mnemara memory restore`) is never archived again: restoring says keep it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +42,12 @@ class Conflict:
 
 
 def find_duplicates(
-    atoms: Sequence[Atom], vectors: Any, limit: float
+    atoms: Sequence[Atom], vectors: Any, limit: float, restored: Collection[str] = ()
 ) -> tuple[list[Duplicate], list[Conflict], list[int]]:
     """Groups of notes within `limit` (cosine distance) of their group's first note that state its
     facts: the longest (then the oldest) of each is kept. A note that close to a group's
-    first note but stating other facts is a conflict with it, and is not archived. Returns
-    (duplicates, conflicts, indices kept, in order).
+    first note but stating other facts is a conflict with it, and is not archived; nor is a
+    note whose source is in `restored`. Returns (duplicates, conflicts, indices kept, in order).
 
     Grouping is repeated over the notes kept until it finds nothing more, so the kept notes
     hold no duplicates among themselves: the next run, which reads only them, archives
@@ -54,8 +55,10 @@ def find_duplicates(
     kept = list(range(len(atoms)))
     keeper: dict[int, int] = {}  # dropped -> the note kept in its place
     conflicts: dict[tuple[int, int], Conflict] = {}
+    kept_by_hand = set(restored)
+    pinned = {i for i, atom in enumerate(atoms) if atom.source in kept_by_hand}
     while True:
-        dropped = _group_once(atoms, vectors, limit, kept, keeper, conflicts)
+        dropped = _group_once(atoms, vectors, limit, kept, keeper, conflicts, pinned)
         if not dropped:
             break
         kept = [i for i in kept if i not in dropped]
@@ -76,8 +79,10 @@ def _group_once(
     indices: list[int],
     keeper: dict[int, int],
     conflicts: dict[tuple[int, int], Conflict],
+    pinned: set[int],
 ) -> set[int]:
-    """One grouping round over `indices`; records what it drops in `keeper` and returns it."""
+    """One grouping round over `indices`; records what it drops in `keeper` and returns it.
+    A pinned note (restored by the operator) stays, whichever note its group keeps."""
     leaders: list[int] = []
     groups: dict[int, list[int]] = {}
     for i in indices:
@@ -106,7 +111,7 @@ def _group_once(
         group = groups[leader]
         keep = min(group, key=lambda i: (-len(atoms[i].text), i))
         for i in group:
-            if i != keep:
+            if i != keep and i not in pinned:
                 keeper[i] = keep
                 dropped.add(i)
     return dropped

@@ -51,7 +51,7 @@ class FakeNotes:
         block = render_block(text, " ".join(category.split()) or "note", payload, provenance, when)
         day = f"{when.date().isoformat()}.md"
         self._days[day] = self._days.get(day, "") + block
-        return parse_day(day, block)[0]
+        return parse_day(day, self._days[day])[-1]  # a repeated block has its own source
 
     def atoms(self, since: datetime | None = None) -> list[Atom]:
         found = []
@@ -76,6 +76,9 @@ class FakeNotes:
 
     def archived(self) -> list[str]:
         return [s for s, hidden in self._archived.items() if hidden]
+
+    def restored(self) -> list[str]:
+        return [s for s, hidden in self._archived.items() if not hidden]
 
 
 class FakeWiki:

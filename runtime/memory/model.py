@@ -94,6 +94,12 @@ class QueryResult:
     rows: list[dict[str, Any]]
 
 
-def note_source(day_file: str, block: str) -> str:
-    """The stable source of a note block: its file name and a hash of the block as written."""
-    return f"memory/{day_file}#{hashlib.sha256(block.encode()).hexdigest()[:12]}"
+def note_source(day_file: str, block: str, occurrence: int = 1) -> str:
+    """The stable source of a note block: its file name and a hash of the block as written.
+
+    A block written again word for word in the same second (an agent's retry, a script's
+    repeat) is a second note: its `occurrence` in the day file (2, 3, ...) goes into the hash,
+    so archiving one of them never hides the other. Day files are append-only, so a block's
+    occurrence never changes."""
+    keyed = block if occurrence == 1 else f"{block}\0{occurrence}"
+    return f"memory/{day_file}#{hashlib.sha256(keyed.encode()).hexdigest()[:12]}"

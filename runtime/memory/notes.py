@@ -25,7 +25,9 @@ import ast
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -130,10 +132,10 @@ def parse_list_text(text: str) -> list[Any] | None:
 def parse_day(day_file: str, content: str) -> list[Atom]:
     """The note blocks of one day file's content, in file order."""
     atoms = []
-    headers = list(_HEADER.finditer(content))
-    for i, header in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(content)
+    seen: Counter[str] = Counter()
+    for header, end in _cut(content):
         block = content[header.start() : end]
+        seen[block] += 1  # a block repeated word for word is another note (note_source)
         body = content[header.end() : end].lstrip("\n")
         provenance = None
         mark = _PROVENANCE.match(body)
@@ -144,7 +146,7 @@ def parse_day(day_file: str, content: str) -> list[Atom]:
         body = body.strip()
         atoms.append(
             Atom(
-                source=note_source(day_file, block),
+                source=note_source(day_file, block, seen[block]),
                 kind="note",
                 text=body,
                 category=header.group(2).strip() or "note",
@@ -154,6 +156,13 @@ def parse_day(day_file: str, content: str) -> list[Atom]:
             )
         )
     return atoms
+
+
+def _cut(content: str) -> list[tuple[re.Match[str], int]]:
+    """Each block of a day file's content: its header, and where the block ends."""
+    headers = list(_HEADER.finditer(content))
+    ends = [header.start() for header in headers[1:]] + [len(content)]
+    return list(zip(headers, ends, strict=True))
 
 
 def written_at(atom: Atom) -> datetime | None:
@@ -190,7 +199,15 @@ class FileNotes:
         if target.is_file() and target.stat().st_size and _last_byte(target) != b"\n":
             block = "\n" + block
         append_bytes(target, block.encode("utf-8"))
-        return parse_day(day_file, block.lstrip("\n"))[0]
+        written = block.lstrip("\n")
+        atom = parse_day(day_file, written)[0]
+        content = read_memory_text(target)
+        if content.count(written) > 1:
+            # The same words in the same second are in the file already (a retry, a script's
+            # repeat): this note is a later occurrence, with a source of its own.
+            count = sum(content[h.start() : end] == written for h, end in _cut(content))
+            atom = replace(atom, source=note_source(day_file, written, max(1, count)))
+        return atom
 
     def atoms(self, since: datetime | None = None) -> list[Atom]:
         hidden = set(self.archived())
@@ -228,8 +245,15 @@ class FileNotes:
         return done
 
     def archived(self) -> list[str]:
+        return [source for source, archived in self._states().items() if archived]
+
+    def restored(self) -> list[str]:
+        return [source for source, archived in self._states().items() if not archived]
+
+    def _states(self) -> dict[str, bool]:
+        """Each source the ledger names: True while archived, False once restored."""
         if not self.ledger.is_file():
-            return []
+            return {}
         state: dict[str, bool] = {}
         for line in read_memory_text(self.ledger).splitlines():
             try:
@@ -237,7 +261,7 @@ class FileNotes:
                 state[str(entry["source"])] = entry["action"] == "archive"
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line from a crash: that archive did not happen
-        return [source for source, archived in state.items() if archived]
+        return state
 
     def _record(self, action: str, source: str, reason: str, at: str) -> None:
         line = json.dumps({"action": action, "source": source, "reason": reason, "at": at})

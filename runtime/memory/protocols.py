@@ -54,6 +54,10 @@ class NoteStore(Protocol):
         """The sources currently archived."""
         ...
 
+    def restored(self) -> list[str]:
+        """The sources archived once and restored since: replay does not archive them again."""
+        ...
+
 
 class WikiStore(Protocol):
     """Topic pages (`wiki/<slug>.md`), slugs checked by runtime/memory/slugs.py."""

@@ -5,10 +5,11 @@ writing nothing:
 
 1. near-duplicates: notes within DUPLICATE_DISTANCE of each other that state the same facts
    (runtime/memory/facts.py); the longest (then the oldest) of a group is kept, the others
-   are to be archived. They are set aside before clustering, so a restatement does not
-   count as a recurrence, and a re-run after the archive sees the same clusters. Two notes
-   that close whose facts differ (a version, a price, a region, a name) are both kept and
-   drafted as a pair to reconcile: the embedder blurs exactly what tells them apart;
+   are to be archived (never one the operator restored). They are set aside before
+   clustering, so a restatement does not count as a recurrence, and a re-run after the
+   archive sees the same clusters. Two notes that close whose facts differ (a version, a
+   price, a region, a name) are both kept and drafted as a pair to reconcile: the embedder
+   blurs exactly what tells them apart;
 2. patterns: clusters of at least `threshold` notes (average linkage, CLUSTER_DISTANCE);
 3. the graph's entities around each pattern's notes (`memory_entry` -applies_to- `entity`);
 4. whether a wiki page already covers a pattern (within COVERED_DISTANCE of its centroid);
@@ -141,7 +142,9 @@ def plan_replay(
     pages = wiki.atoms()
     vectors = _embed_all(embed, [a.text for a in atoms] + [p.text for p in pages], progress)
     page_vectors = vectors[len(atoms) :]
-    duplicates, conflicts, kept = find_duplicates(atoms, vectors[: len(atoms)], DUPLICATE_DISTANCE)
+    duplicates, conflicts, kept = find_duplicates(
+        atoms, vectors[: len(atoms)], DUPLICATE_DISTANCE, notes.restored()
+    )
     clusters = cluster_vectors([vectors[i] for i in kept], CLUSTER_DISTANCE)
     remarks: list[str] = []
     if graph is None:

@@ -56,6 +56,9 @@ def test_unknown_notes_are_refused_by_name(instance: InstancePaths) -> None:
     assert code == 2 and f"{note.source} is not archived in t1" in err
     code, _, err = mnemara("archive", "-i", "t1")
     assert code == 2 and "Missing argument 'SOURCE'" in err
+    for command in ("archive", "restore"):
+        code, _, err = mnemara(command, "-i", "t1", note.source, " ")
+        assert (code, err) == (2, "mnemara: a SOURCE is empty; search prints notes' sources\n")
     assert FileNotes(instance.memory).archived() == []
 
 
@@ -114,6 +117,9 @@ def test_replay_apply_brings_the_index_and_the_graph_along_and_restore_undoes_bo
     assert code == 0 and "search index: 1 added" in out and "graph: 1 note node updated" in out
     assert "archived" not in memory_entry(instance, drop)
     assert drop in mnemara("search", query, "-i", "t1", "-k", "3")[1]
+    kept = runner.invoke(app, ["replay", "-i", "t1", "--apply"])  # the restore holds
+    assert kept.exit_code == 0 and "3 kept, 0 to archive" in kept.stdout
+    assert FileNotes(instance.memory).archived() == []
 
 
 def test_archive_by_hand_marks_the_graph_and_leaves_the_index(instance: InstancePaths) -> None:

@@ -75,3 +75,17 @@ def test_a_second_run_over_what_was_kept_archives_nothing() -> None:
 def test_notes_farther_apart_than_the_limit_are_neither_archived_nor_compared() -> None:
     atoms = [atom(0, "The nightly backup is encrypted."), atom(1, "The backup is not encrypted.")]
     assert find_duplicates(atoms, at_angles(0, 30), LIMIT) == ([], [], [0, 1])
+
+
+def test_a_note_the_operator_restored_is_not_archived_again() -> None:
+    atoms = [
+        atom(0, "The gateway limit is 500 requests per minute per client."),
+        atom(1, "The gateway limit is 500 requests per minute for each client."),
+        atom(2, "The gateway limit is 500 requests a minute per client."),
+    ]
+    restored = [atoms[0].source]
+    duplicates, conflicts, kept = find_duplicates(atoms, at_angles(0, 0, 0), LIMIT, restored)
+    assert conflicts == [] and kept == [0, 1]
+    assert [(d.keep, d.drop) for d in duplicates] == [(atoms[1].source, atoms[2].source)]
+    again = find_duplicates([atoms[i] for i in kept], at_angles(0, 0), LIMIT, restored)
+    assert again == ([], [], [0, 1])

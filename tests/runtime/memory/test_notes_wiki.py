@@ -126,6 +126,27 @@ def test_note_sources_are_stable_across_reads() -> None:
     assert first.source != second.source
 
 
+def test_the_same_words_twice_in_one_second_are_two_notes(notes: NoteStore) -> None:
+    """A retry or a script's repeat writes a block word for word again: each copy is a note
+    of its own, so archiving one (replay's near-duplicate) leaves the other readable."""
+    other = notes.append("unrelated", now=DAY)
+    first = notes.append("Deploys are frozen on Fridays.", now=DAY)
+    second = notes.append("Deploys are frozen on Fridays.", now=DAY)
+    third = notes.append("Deploys are frozen on Fridays.", now=DAY)
+    assert len({first.source, second.source, third.source}) == 3
+    assert [a.source for a in notes.atoms()] == [
+        other.source,
+        first.source,
+        second.source,
+        third.source,
+    ]
+    assert notes.archive([second.source], "dup") == [second.source]
+    assert [a.source for a in notes.atoms()] == [other.source, first.source, third.source]
+    assert notes.archived() == [second.source]
+    assert notes.restore([second.source]) == [second.source]
+    assert (notes.archived(), notes.restored()) == ([], [second.source])
+
+
 # -- wiki ---------------------------------------------------------------------------------------
 
 

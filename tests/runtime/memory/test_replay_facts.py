@@ -96,3 +96,57 @@ def test_alike_notes_with_other_facts_are_kept_and_drafted(
     again = apply_replay(second, notes, tmp_path)
     assert again.archived == () and again.written == ()
     assert tree(tmp_path) == before
+
+
+def test_a_note_written_twice_in_one_second_keeps_one_copy(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Two copies of one block (a retry) are two notes: replay archives one and keeps the
+    other, instead of archiving a source both copies share."""
+    notes = FileNotes(tmp_path / "memory")
+    when = NOW - timedelta(days=1)
+    first = notes.append("Deploys to production are frozen after 15:00 UTC on Fridays.", now=when)
+    second = notes.append("Deploys to production are frozen after 15:00 UTC on Fridays.", now=when)
+
+    first_plan = plan(tmp_path, minilm)
+    [duplicate] = first_plan.duplicates
+    assert {duplicate.keep, duplicate.drop} == {first.source, second.source}
+    assert apply_replay(first_plan, notes, tmp_path).archived == (duplicate.drop,)
+    assert [atom.source for atom in notes.atoms()] == [duplicate.keep]
+    assert plan(tmp_path, minilm).duplicates == ()
+
+
+def test_replay_leaves_a_restored_note_where_the_operator_put_it(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    notes = FileNotes(tmp_path / "memory")
+    for i, text in enumerate(SAME):
+        notes.append(text, now=NOW - timedelta(days=1, minutes=-i))
+    [duplicate] = plan(tmp_path, minilm).duplicates
+    apply_replay(plan(tmp_path, minilm), notes, tmp_path)
+    assert notes.restore([duplicate.drop]) == [duplicate.drop]
+    assert notes.restored() == [duplicate.drop]
+
+    after = plan(tmp_path, minilm)
+    assert (after.read, after.duplicates, after.conflicts) == (2, (), ())
+    assert apply_replay(after, notes, tmp_path).archived == ()
+    assert {atom.source for atom in notes.atoms()} == {duplicate.keep, duplicate.drop}
+
+
+def test_a_common_word_that_carries_the_fact_keeps_both_notes(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """before / after, over / under, must / may ...: the embedder puts each pair under the
+    cutoff (0.005 to 0.056 apart when measured), and the facts tell them apart."""
+    from tests.runtime.memory.test_facts import DIFFERENT
+
+    pairs = [(a, b) for a, b, said in DIFFERENT if said and said[0].startswith("qualifiers")]
+    pairs += [("Restart it if the queue stalls.", "Restart it unless the queue stalls.")]
+    assert len(pairs) == 8
+    notes = FileNotes(tmp_path / "memory")
+    for i, text in enumerate(text for pair in pairs for text in pair):
+        notes.append(text, now=NOW - timedelta(days=1, minutes=-i))
+    found = plan(tmp_path, minilm)
+    assert found.duplicates == ()
+    assert {(c.first.text, c.second.text) for c in found.conflicts} == set(pairs)
+    assert all(c.differences[0].startswith("qualifiers: ") for c in found.conflicts)
