@@ -158,5 +158,6 @@ sh("home_new_ssh", "mkdir -p $H/.ssh && echo key > $H/.ssh/authorized_keys")
 sh("home_autostart", "mkdir -p $H/.config/autostart && echo x > $H/.config/autostart/x.desktop")
 sh("home_local_bin", "mkdir -p $H/.local/bin && printf '#!/bin/sh\\n' > $H/.local/bin/git")
 sh("home_config_rename", "mv $H/.config $H/.config-old && mkdir -p $H/.config/autostart")
+sh("home_local_rename", "mv $H/.local $H/.local-old && mkdir -p $H/.local/bin")
 print(json.dumps(R))
 """

@@ -204,6 +204,7 @@ def judge_home_on_disk(world: World) -> dict[str, tuple[bool, str]]:
         "home_autostart": ((home / ".config" / "autostart").exists(), "~/.config/autostart"),
         "home_local_bin": ((home / ".local" / "bin").exists(), "~/.local/bin"),
         "home_config_rename": ((home / ".config-old").exists(), "~/.config moved"),
+        "home_local_rename": ((home / ".local-old").exists(), "~/.local moved"),
     }
 
 
