@@ -125,7 +125,9 @@ class ClaudeDriver:
     def spare(self) -> Spare | None:
         return self._spare
 
-    async def prepare(self, request: TurnRequest, *, rank: float) -> bool:
+    async def prepare(
+        self, request: TurnRequest, *, due: float | None, wake: Callable[[], None] | None = None
+    ) -> bool:
         """Keep a spare for the next turn shaped like `request` (runtime.turn's WarmDriver)."""
         pool = self.pool
         if pool is None or pool.limit == 0:
@@ -133,17 +135,17 @@ class ClaudeDriver:
         shape = self.fingerprint(request)
         current = self._spare
         if current is not None and current.fingerprint == shape and current.alive():
-            pool.admit(self, rank)
+            pool.admit(self, due, wake)
             pool.ready(self)
             return True
-        await self.discard_spare()
-        admitted, victim = pool.admit(self, rank)
+        await self._drop_spare()
+        admitted, victim = pool.admit(self, due, wake)
         if not admitted:
             return False
         built: Spare | None = None
         try:
             if victim is not None:
-                await victim.discard_spare()  # first: never more than the limit alive
+                await victim._drop_spare()  # first: never more than the limit alive
             async with self._lock():
                 built = await self._build(request, shape)
                 self._spare = built
@@ -173,6 +175,13 @@ class ClaudeDriver:
         return Spare(shape, client, binding, slot, resources)
 
     async def discard_spare(self) -> None:
+        """Kill the spare, if any; the panel wants no place until it asks again."""
+        if self.pool is not None:
+            self.pool.forget(self)
+        await self._drop_spare()
+
+    async def _drop_spare(self) -> None:
+        """Kill the spare, if any, and free its place (a refused panel may take it)."""
         async with self._lock():
             spare, self._spare = self._spare, None
         if self.pool is not None:

@@ -180,10 +180,13 @@ class AgentDriver(Protocol):
 class WarmDriver(Protocol):
     """A driver that can start the next turn's process ahead of it (a warm spare)."""
 
-    async def prepare(self, request: TurnRequest, *, rank: float) -> bool:
+    async def prepare(
+        self, request: TurnRequest, *, due: float | None, wake: Callable[[], None] | None = None
+    ) -> bool:
         """Have a spare ready for a turn shaped like `request` (its blocks unused); False
-        when none is kept (the host's limit, or it could not start). `rank`: how likely the
-        panel is to turn next (higher: sooner), for the host's limit."""
+        when none is kept (the host's limit, or it could not start). `due`: when the panel
+        is expected to turn next (None: no guess), for the host's limit; `wake` is called
+        if it was refused and a place is freed since (ask again then)."""
         ...
 
     async def discard_spare(self) -> None:

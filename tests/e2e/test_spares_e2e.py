@@ -63,7 +63,7 @@ async def turn(session: Session, text: str) -> list[Any]:
 async def warm(driver: ClaudeDriver, session: Session) -> None:
     request = session.spare_request()
     assert request is not None
-    assert await driver.prepare(request, rank=1.0)
+    assert await driver.prepare(request, due=None)
     assert driver.spare is not None and driver.spare.alive()
 
 

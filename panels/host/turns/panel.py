@@ -80,8 +80,10 @@ class PanelRunner:
         )
         self.guard.on_record.append(self._on_record)
         self.turns = 0
-        # When its last turn ended (0: none yet): the rank of its warm spare (spares.py).
+        # When its last turn ended (0: none yet), and its usual gap between turns' ends (None
+        # until it has two): when its next turn is due, for its warm spare (spares.py).
         self.last_active = 0.0
+        self.turn_gap: float | None = None
         self.dead_letters = 0  # on the bus for this panel's routes (counted as each life starts)
         # Poison isolation (poison.py): what failed alone since the last good turn, the ids
         # dead-lettered as poison, and the ids of the turn whose failure ended the last life
@@ -226,6 +228,18 @@ class PanelRunner:
             self.turn_scope.cancel()
         self.set_state(self.resting_state(), self.halt_detail())
         self.wakeup.set()
+
+    def note_turn_end(self, now: float) -> None:
+        """A turn ended at `now`: the gap between turns is averaged (each new gap weighs half)."""
+        if self.turns > 1:
+            gap = max(0.0, now - self.last_active)
+            self.turn_gap = gap if self.turn_gap is None else (self.turn_gap + gap) / 2
+        self.last_active = now
+
+    def next_turn_due(self) -> float | None:
+        """When this panel is expected to turn again: its last turn's end plus its usual gap;
+        None before it has turned twice."""
+        return None if self.turn_gap is None else self.last_active + self.turn_gap
 
     def halt_detail(self) -> str:
         if self.halt is None:

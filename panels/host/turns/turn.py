@@ -309,7 +309,7 @@ def finish(
     runner.outbox = None
     runner.host.turn_ended.set()
     runner.turns += 1
-    runner.last_active = runner.host.clock()
+    runner.note_turn_end(runner.host.clock())
     runner.host.log.emit(
         TurnEnded(
             panel=runner.name,

@@ -1,10 +1,12 @@
 """Warm spares in a host (panels/host/turns/spares.py), with real CLIs on the rehearsal model.
 
-One host of three panels and a limit of one spare: never more than one spare alive, the
-spare goes to the panel that turned last (the one it had is killed first), a paused or
-halted panel keeps none, none is left once the host stops; and a spare an earlier life left
-behind (its host killed with -9, simulated by a driver whose spare is never discarded)
-carries the host's marker and is swept at the next start.
+One host of three panels and a limit of one spare: never more than one spare alive; the
+spare goes to the panel expected to turn soonest (one that has turned twice, and so has a
+due, before the idle ones that have none: theirs is killed first); the place a turn frees
+by taking its spare goes at once to a refused panel; a paused or halted panel keeps none,
+and its place goes to another; none is left once the host stops; and a spare an earlier
+life left behind (its host killed with -9, simulated by a driver whose spare is never
+discarded) carries the host's marker and is swept at the next start.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class Refuse:
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])
-async def test_spares_are_bounded_follow_the_last_turn_and_never_outlive_their_host(
+async def test_spares_are_bounded_go_to_the_panel_due_and_never_outlive_their_host(
     anyio_backend: str, tmp_path: Path, start_host: Any
 ) -> None:
     team = make_team(tmp_path, panels(*NAMES), extra="warm_spares = 1")
@@ -57,7 +59,7 @@ async def test_spares_are_bounded_follow_the_last_turn_and_never_outlive_their_h
         env = {**rehearsal_env(url, tmp_path / "cli-dead"), **marker_env(state, "dead")}
         leftover = ClaudeDriver(env=env, pool=SparePool(1))
         request = TurnRequest("role", (), "claude-sonnet-4-5", Refuse(), team.workdir)
-        assert await leftover.prepare(request, rank=0.0)
+        assert await leftover.prepare(request, due=None)
         assert leftover.spare is not None
         (left_pid,) = leftover.spare.pids()
 
@@ -93,18 +95,35 @@ async def test_spares_are_bounded_follow_the_last_turn_and_never_outlive_their_h
             first = holders()[0]
             other = next(n for n in NAMES if n != first)
             viewer = connect(team.hostdb_path)
+            refused = pool.refused
             submit_command(viewer, Input(panel=other, text="hello"))
             await events.wait("turn_ended", other)
-            # The panel that just turned takes the place; the idle one's spare is killed first.
+            # One turn gives no due yet: the idle panel keeps its spare.
+            await until(lambda: pool.refused > refused)
+            assert holders() == [first]
+            # A second turn gives `other` a due: it takes the place, the idle one's spare is
+            # killed first.
+            submit_command(viewer, Input(panel=other, text="again"))
+            await events.wait("turn_ended", other, count=2)
             await until(lambda: holders() == [other])
+            # Its next turn takes its spare; the freed place goes to a refused panel at once
+            # (long before the idle recheck), and back to `other` when its turn has ended.
+            refilled: list[list[str]] = []
+            pool.on_change = lambda: (on_change(), refilled.append(holders()))
+            submit_command(viewer, Input(panel=other, text="third"))
+            await events.wait("turn_ended", other, count=3)
+            await until(lambda: holders() == [other])
+            assert any(h and other not in h for h in refilled)
+            pool.on_change = on_change
             assert max(alive) == 1
-            # A paused panel keeps no spare; one halted neither.
+            # A paused panel keeps no spare, and its place goes to another; one halted neither.
             submit_command(viewer, Pause(panel=other))
-            await until(lambda: holders() == [])
+            await until(lambda: len(holders()) == 1 and other not in holders())
             submit_command(viewer, Resume(panel=other))
             await until(lambda: holders() == [other])
             submit_command(viewer, Halt(panel=other, reason="test"))
-            await until(lambda: holders() == [])
+            await until(lambda: len(holders()) == 1 and other not in holders())
+            assert max(alive) == 1
             viewer.close()
         assert holders() == [] and len(pool) == 0
         assert find_orphans(state, current_life="") == []  # nothing marked is left running

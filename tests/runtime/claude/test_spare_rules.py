@@ -4,6 +4,7 @@ gives a spare's callbacks to the turn that takes it (binding.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,21 +19,40 @@ from runtime.turn.driver import Decision, ToolCallRequest, ToolOutput, ToolSpec
 from runtime.turn.request import spare_key
 
 
-def test_the_pool_keeps_the_limit_and_gives_places_to_the_latest_turners() -> None:
-    pool: SparePool[str] = SparePool(2)
-    assert pool.admit("a", 1.0) == (True, None)
-    assert pool.admit("b", 2.0) == (True, None)
-    assert pool.admit("c", 3.0) == (False, None)  # both places still being built
+def test_the_pool_keeps_the_limit_and_gives_places_to_the_panels_due_soonest() -> None:
+    now = [100.0]
+    pool: SparePool[str] = SparePool(2, clock=lambda: now[0])
+    woken: list[str] = []
+
+    def wake(name: str) -> Callable[[], None]:
+        return lambda: woken.append(name)
+
+    assert pool.admit("a", 160.0, wake("a")) == (True, None)  # due in a minute
+    assert pool.admit("b", None, wake("b")) == (True, None)  # no guess yet
+    assert pool.admit("c", 101.0, wake("c")) == (False, None)  # both places still being built
     pool.ready("a")
     pool.ready("b")
-    assert pool.admit("c", 3.0) == (True, "a")  # the lowest rank below c's goes
-    assert len(pool) == 2 and not pool.holds("a")
-    assert pool.admit("a", 1.5) == (False, None)  # below every holder: refused
+    assert pool.admit("c", 101.0, wake("c")) == (True, "b")  # the weakest claim below c's goes
+    assert len(pool) == 2 and not pool.holds("b")
+    assert pool.admit("d", None, wake("d")) == (False, None)  # no guess: below every holder
     pool.ready("c")
-    assert pool.admit("d", 2.0) == (False, None)  # a tie is not "below": b stays
-    assert pool.refused == 3
-    pool.release("b")
-    assert pool.admit("d", 0.0) == (True, None)  # a free place, whatever the rank
+    assert pool.admit("e", 40.0, wake("e")) == (False, None)  # a minute overdue: ties with a
+    now[0] = 150.0  # the claims are measured when compared: a is due in 10 s now
+    assert pool.admit("e", 200.0, wake("e")) == (False, None)
+    assert pool.refused == 4 and woken == []
+    # A place freed (c's spare taken by its turn) goes to the strongest refused claim: e,
+    # due in 50 s, before b and d with no guess; and it is told once.
+    pool.release("c")
+    assert woken == ["e"]
+    assert pool.admit("e", 200.0, wake("e")) == (True, None)
+    pool.release("a")
+    assert woken == ["e", "b"] or woken == ["e", "d"]
+    pool.forget("e")  # a panel that stops: its place is freed, and it is never told
+    pool.forget("d")
+    pool.forget("b")
+    assert len(pool) == 0
+    pool.release("x")  # nothing freed: nobody is told
+    assert len(woken) == 3
     assert SparePool[str](0).admit("x", 9.0) == (False, None)
 
 
