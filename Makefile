@@ -50,7 +50,9 @@ lock: $(UV)
 # The suite against the newest releases, in a throwaway environment: finds upstream drift on
 # purpose. The lock and .venv are left as they are.
 check-latest: $(UV)
-	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	@# mktemp makes its folder private; the escape rows run the venv's CLI as an unprivileged
+	@# user too (tests/security/test_escape_rows.py), so it must be open to others, as .venv is.
+	@set -e; tmp=$$(mktemp -d); chmod 755 "$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
 	$(UV) venv -q --python $(PYTHON) "$$tmp/venv"; \
 	VIRTUAL_ENV="$$tmp/venv" $(UV) pip install -q --upgrade --resolution highest -e '.[test]'; \
 	echo "newest releases:"; VIRTUAL_ENV="$$tmp/venv" $(UV) pip list -q --format freeze | sed 's/^/  /'; \
