@@ -150,7 +150,8 @@ class OperatorApp(App[None]):
     async def slash(self, panel: str, line: str) -> None:
         """Run a slash command typed in `panel`'s input (panels/ui/slash.py says what each does)."""
         try:
-            action = action_for(line, panel, instance_paths(self.meta, panel))
+            paths = instance_paths(self.meta, panel)
+            action = action_for(line, panel, paths, self.meta.get("team", ""))
         except SlashError as exc:
             self._notice(str(exc))
             return

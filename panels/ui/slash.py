@@ -81,13 +81,13 @@ def is_command(text: str) -> bool:
     return text.lstrip().startswith("/")
 
 
-def action_for(line: str, panel: str, paths: InstancePaths | None) -> Action:
-    """What `line` does for `panel`; `SlashError` (its message says the right form) when it
-    is not a command the dashboard knows. `paths` may be None when the host did not record
-    where the panel's files are: then only the commands that need no file work."""
+def action_for(line: str, panel: str, paths: InstancePaths | None, team: str = "") -> Action:
+    """What `line` does for `panel` of `team`; `SlashError` (its message says the right form)
+    when it is not a command the dashboard knows. `paths` may be None when the host did not
+    record where the panel's files are: then only the commands that need no file work."""
     command = parse(line)
     name, args = command.name, command.args
-    simple = _simple(command, panel)
+    simple = _simple(command, panel, team)
     if simple is not None:
         return simple
     if name == "name":
@@ -101,7 +101,7 @@ def action_for(line: str, panel: str, paths: InstancePaths | None) -> Action:
     return Send(verb)
 
 
-def _simple(command: Command, panel: str) -> Action | None:
+def _simple(command: Command, panel: str, team: str) -> Action | None:
     """The commands that need no verb: screens, answers, the viewer's own."""
     name, args = command.name, command.args
     if name in ("role_doc", "context", "show") or (name in ("evict", "role") and not args):
@@ -122,9 +122,9 @@ def _simple(command: Command, panel: str) -> Action | None:
     if name == "tokens" and not args:
         return Open("tokens")
     if name == "rewind" and args == ("list",):
-        return Shown(f"checkpoints: `mnemara rewind -t TEAM -p {panel} --list` lists them, and "
-                     "`mnemara logs` names the one taken before each turn; /rewind N goes back "
-                     "to one")  # fmt: skip
+        return Shown(f"checkpoints: `mnemara rewind -t {team or 'TEAM'} -p {panel} --list` lists "
+                     "them, and `mnemara logs` names the one taken before each turn; /rewind N "
+                     "goes back to one")  # fmt: skip
     if name == "swap" and not args:
         return Open("model")
     return None

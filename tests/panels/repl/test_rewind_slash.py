@@ -56,8 +56,10 @@ def test_the_dashboard_sends_the_same_verb_and_points_at_the_list(tmp_path: Path
     paths = InstancePaths("eng", tmp_path / "eng")
     assert action_for("/rewind 3", "eng", paths) == Send(verbs.Rewind(panel="eng", turn=3))
     assert action_for("/rewind", "eng", paths) == Send(verbs.Rewind(panel="eng"))
-    listed = action_for("/rewind list", "eng", paths)
-    assert isinstance(listed, Shown) and "mnemara rewind -t TEAM -p eng --list" in listed.text
+    listed = action_for("/rewind list", "eng", paths, "trio")
+    assert isinstance(listed, Shown) and "mnemara rewind -t trio -p eng --list" in listed.text
+    unnamed = action_for("/rewind list", "eng", paths)
+    assert isinstance(unnamed, Shown) and "mnemara rewind -t TEAM -p eng --list" in unnamed.text
     for bad in ("/rewind x", "/rewind 1 2", "/rewind 0"):
         with pytest.raises(SlashError):
             action_for(bad, "eng", paths)
