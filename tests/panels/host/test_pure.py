@@ -203,6 +203,28 @@ def test_the_send_limiter_refuses_forwards_copies_and_bursts() -> None:
     limiter.check(turn=4, recipient="e", text="hello")
 
 
+def test_forgetting_a_failed_turn_keeps_what_the_other_turns_sent() -> None:
+    from panels.host.delivery.sendlimit import SendLimiter, SendLimits, SendRefused
+
+    limits = SendLimits(per_turn=3, per_window=4, window=10, max_copies=1)
+    limiter = SendLimiter(limits, clock=lambda: 0.0)
+    limiter.check(turn=1, recipient="b", text="kept")
+    limiter.check(turn=1, recipient="b", text=None)
+    limiter.check(turn=2, recipient="c", text="dropped")
+    limiter.forget_turn(2)
+    # Turn 2's send never went out: its text is no copy, and it holds no place in the window.
+    limiter.check(turn=3, recipient="c", text="dropped")
+    # Turn 1's sends did: its text is still a copy, and they still count in the window.
+    with pytest.raises(SendRefused) as copy:
+        limiter.check(turn=3, recipient="d", text="kept")
+    assert str(copy.value).startswith("you already sent this exact text 1 times in the last "
+                                      "10s (to b); the host refuses more copies")  # fmt: skip
+    limiter.check(turn=4, recipient="d", text=None)
+    with pytest.raises(SendRefused) as full:
+        limiter.check(turn=4, recipient="d", text=None)
+    assert str(full.value).startswith("this panel sent 4 messages in the last 10s")
+
+
 def test_a_bus_file_gone_or_read_only_is_not_retried() -> None:
     """Restarting cannot bring a deleted or read-only bus file back: the panel stops once."""
     from panels.host.turns.supervisor import is_permanent
