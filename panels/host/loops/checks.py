@@ -87,10 +87,10 @@ class HostChecks:
         self.loops, self.panel, self.turn_view = loops, panel, turn_view
 
     def before_turn(self) -> HaltRecord | None:
-        return team_over_budget(self.budget, self.team_spends()) or self._loop_halt()
+        return team_over_budget(self.budget, self.team_spends()) or self.owed()
 
     def before_call(self, call: ToolCallRequest) -> Refusal | None:
-        team = team_over_budget(self.budget, self.team_spends()) or self._loop_halt()
+        team = team_over_budget(self.budget, self.team_spends()) or self.owed()
         if team is not None:
             return Refusal(team.notice(), team)
         terminal, _ = self.turn_sends()
@@ -98,9 +98,6 @@ class HostChecks:
 
     def owed(self) -> HaltRecord | None:
         """A team loop halt owed to this panel that its guard has not taken yet, if any."""
-        return self._loop_halt()
-
-    def _loop_halt(self) -> HaltRecord | None:
         return self.loops.owed_to(self.panel) if self.loops is not None else None
 
     def after_turn(self, tally: TurnTally) -> HaltRecord | None:
