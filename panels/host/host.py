@@ -231,7 +231,8 @@ class Host:
         marker = marker_env(self.team.state_dir, self.life)
         sandbox = await anyio.to_thread.run_sync(self._sandbox)
         if self.team.rehearsal is None:
-            return claude_drivers(marker=marker, sandbox=sandbox, spares=self.team.warm_spares)
+            return claude_drivers(state_dir=self.team.state_dir, marker=marker, sandbox=sandbox,
+                                  spares=self.team.warm_spares)  # fmt: skip
         from runtime.rehearsal import RehearsalServer, load_script
 
         server = RehearsalServer(load_script(self.team.rehearsal))

@@ -130,8 +130,13 @@ def launcher_script(plan: Plan) -> str:
     trio starts processes from worker threads that exit after 10 idle seconds, which killed
     a CLI that waited that long for the operator. The shell is single-threaded, so the sandbox
     now dies with the shell (a stop, or a kill of "the CLI"); the relay's tie to the turn's
-    gateway (gateway.py) ends it with the host."""
-    return "#!/bin/sh\n" + " ".join(shlex.quote(a) for a in plan.argv) + ' "$@"\n'
+    gateway (gateway.py) ends it with the host.
+
+    The shell ignores SIGINT, and so does bubblewrap, which inherits that: both are in the
+    host's process group, which a terminal's Ctrl-C reaches as a whole. The Ctrl-C is the
+    host's, which then stops its turns itself, after their grace; bubblewrap's new session
+    keeps the CLI out of the group."""
+    return "#!/bin/sh\ntrap '' INT\n" + " ".join(shlex.quote(a) for a in plan.argv) + ' "$@"\n'
 
 
 def sandbox_for(

@@ -32,21 +32,27 @@ def claude_drivers(
     """A factory of `ClaudeDriver`s; with `rehearsal_url`, aimed at the rehearsal model.
 
     `marker` (orphans.marker_env) is added to every CLI's environment, a warm spare's too;
-    with `sandbox`, every turn's CLI runs inside it. `spares`: how many warm spares the
+    with `sandbox`, every turn's CLI runs inside it; without, in a session of its own, by a
+    launcher kept in `state_dir`/cli. `spares`: how many warm spares the
     drivers of this factory (one host) may keep alive at once (runtime/claude/pool.py).
     """
     from runtime.claude import ClaudeDriver
+    from runtime.claude.bundled import own_session_cli
     from runtime.claude.pool import SparePool
 
     mark = dict(marker or {})
     pool: SparePool[ClaudeDriver] = SparePool(spares)
+    # Unconfined, each CLI runs in a session of its own, out of reach of a Ctrl-C meant for
+    # the host (bundled.py); a sandboxed one is already.
+    own = own_session_cli(state_dir / "cli") if sandbox is None and state_dir else None
+    cli = None if own is None else str(own)
 
     def make(spec: PanelSpec) -> AgentDriver:
         if rehearsal_url is None:
-            return ClaudeDriver(env=mark, sandbox=sandbox, pool=pool)
+            return ClaudeDriver(cli_path=cli, env=mark, sandbox=sandbox, pool=pool)
         home = (state_dir or Path.cwd()) / "cli-home" / spec.name
         url = f"{rehearsal_url}/p/{spec.name}"
         env = {**rehearsal_env(url, home, retries=False), **mark}
-        return ClaudeDriver(env=env, sandbox=sandbox, pool=pool)
+        return ClaudeDriver(cli_path=cli, env=env, sandbox=sandbox, pool=pool)
 
     return make
