@@ -70,6 +70,7 @@ from runtime.guard.budget import Spend
 from runtime.instance.lease import Lease, LeaseOwner, acquire_lease
 from runtime.memory import Memory
 from runtime.memory.memory import open_shared_memory
+from runtime.sandbox import sweep_leftovers
 from runtime.turn.driver import ToolSpec
 
 if TYPE_CHECKING:
@@ -153,6 +154,8 @@ class Host:
             swept = await anyio.to_thread.run_sync(
                 lambda: sweep_orphans(self.team.state_dir, current_life=self.life)
             )
+            # And the directories of sandboxes whose host was killed (runtime/sandbox/leftovers.py).
+            await anyio.to_thread.run_sync(sweep_leftovers)
             self.team.state_dir.mkdir(parents=True, exist_ok=True)
             self.db = await stack.enter_async_context(open_hostdb(self.team.hostdb_path))
             bus_options: dict[str, Any] = {

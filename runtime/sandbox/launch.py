@@ -3,7 +3,8 @@
 The SDK starts `cli_path` with the CLI's arguments. For a sandboxed turn that path is a
 small launcher script, written into a private per-turn directory, that runs bubblewrap with
 the turn's plan and then the real CLI under the relay. The directory also holds the gateway's
-sockets; it is removed when the turn ends.
+sockets; it is removed when the turn ends (or, after a host killed with -9, by the next
+host's start: leftovers.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from runtime.errors import MnemaraError
 from runtime.policy.context import Containment
 from runtime.sandbox.gateway import Gateway, allowed_targets
+from runtime.sandbox.leftovers import GATEWAY_DIR, WORK_PREFIX
 from runtime.sandbox.placeholders import Placeholders
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import probe
@@ -69,8 +71,8 @@ class Sandbox:
 
     @contextlib.contextmanager
     def _launcher(self, *, cli: Path, cwd: Path, env: Mapping[str, str]) -> Iterator[Path]:
-        work = Path(tempfile.mkdtemp(prefix="mnemara-sandbox-"))
-        gateway_dir = work / "gw"
+        work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+        gateway_dir = work / GATEWAY_DIR
         gateway_dir.mkdir()
         gateway: Gateway | None = None
         try:

@@ -6,11 +6,19 @@ due, before the idle ones that have none: theirs is killed first); the place a t
 by taking its spare goes at once to a refused panel; a paused or halted panel keeps none,
 and its place goes to another; none is left once the host stops; and a spare an earlier
 life left behind (its host killed with -9, simulated by a driver whose spare is never
-discarded) carries the host's marker and is swept at the next start.
+discarded) carries the host's marker and is swept at the next start. Then real hosts,
+killed with -9 and interrupted mid-build: no process and no sandbox directory is left.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -27,9 +35,12 @@ from runtime.claude import ClaudeDriver
 from runtime.claude.pool import SparePool
 from runtime.rehearsal import open_rehearsal_server, parse_script
 from runtime.rehearsal.env import rehearsal_env
+from runtime.sandbox.leftovers import SETTLE_S, WORK_PREFIX
 from runtime.turn.driver import Decision, ToolCallRequest, TurnRequest
 from tests.panels.host.conftest import make_team, panels
 from tests.panels.host.test_lifecycle import CLI, LINUX
+
+ROOT = Path(__file__).resolve().parents[3]
 
 NAMES = ("p0", "p1", "p2")
 SCRIPT = "".join(f'[panels.{n}]\nfallback_text = "ok"\n' for n in NAMES)
@@ -128,3 +139,82 @@ async def test_spares_are_bounded_go_to_the_panel_due_and_never_outlive_their_ho
         assert holders() == [] and len(pool) == 0
         assert find_orphans(state, current_life="") == []  # nothing marked is left running
         await leftover.discard_spare()
+
+
+def spare_clis(state: Path) -> list[int]:
+    """The CLI processes (not their sandboxes' other processes) the team's host marked."""
+    return [o.pid for o in find_orphans(state, current_life="") if "_bundled/claude" in o.command]
+
+
+def sandbox_dirs(tmp: Path) -> set[Path]:
+    return set(tmp.glob(f"{WORK_PREFIX}*"))
+
+
+def test_a_host_killed_with_9_or_stopped_mid_build_leaves_no_spare_or_sandbox_behind(
+    tmp_path: Path,
+) -> None:
+    """Real hosts (`mnemara up --headless`), real sandboxed spares. Killed with -9 while two
+    spares wait: every process of theirs ends with the host (the relay's tie), and the
+    directories they leave are removed by the next host's start. That host, interrupted as
+    it builds its spares, leaves nothing either."""
+    (tmp_path / "work").mkdir()
+    for name in NAMES[:2]:
+        (tmp_path / f"{name}.md").write_text(f"# Role\nYou are {name}.\n")
+    (tmp_path / "script.toml").write_text(SCRIPT)
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(
+        '[team]\nname = "kill"\nworkdir = "work"\nrehearsal = "script.toml"\n'
+        'sandbox = "required"\nwarm_spares = 2\n'
+        + "".join(f'\n[[panels]]\nname = "{n}"\nrole = "{n}.md"\n' for n in NAMES[:2])
+    )
+    home = tmp_path / "home"
+    state = home / "_teams" / "kill"
+    # A temporary folder of the test's own, short: its sockets' paths must fit 108 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix="kill-", dir="/tmp"))
+    env = {**os.environ, "MNEMARA_HOME": str(home), "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "panels.cli.main", "up", "--headless", str(team_file)]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)  # fmt: skip
+
+    def wait_for(check: Callable[[], bool], what: str, limit: float = 60.0) -> None:
+        deadline = time.monotonic() + limit
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    try:
+        first = start()
+        try:
+            wait_for(lambda: len(spare_clis(state)) == 2, "two spares")
+            time.sleep(1.0)  # their CLIs initialised, waiting for a prompt
+            left = sandbox_dirs(tmp)
+            assert len(left) == 2
+        finally:
+            first.kill()
+            first.communicate(timeout=30)
+        wait_for(lambda: find_orphans(state, current_life="") == [], "the spares to end", 15)
+        assert sandbox_dirs(tmp) == left  # files outlive a -9; the next start removes them
+        for folder in left:  # as if the host had died a while ago
+            os.utime(folder, (time.time() - 2 * SETTLE_S,) * 2)
+        second = start()
+        try:
+            assert second.stdout is not None
+            for line in second.stdout:
+                if "host ready" in line:
+                    break
+            assert not (sandbox_dirs(tmp) & left)
+            os.killpg(second.pid, signal.SIGINT)  # Ctrl-C while its spares are being built
+            output = second.communicate(timeout=60)[0]
+        finally:
+            if second.poll() is None:
+                second.kill()
+        # A Ctrl-C reaches the host alone: it stops cleanly, and no CLI died under it.
+        assert second.returncode == 0 and "host stopped" in output, output
+        assert not any(word in output for word in ("Traceback", "Fatal", "failed")), output
+        assert find_orphans(state, current_life="") == []
+        assert sandbox_dirs(tmp) == set()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
