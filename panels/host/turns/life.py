@@ -9,7 +9,8 @@ The loop, while the panel may run: take a turn slot, claim operator input (its o
 so it goes first and passes a closed inbox), then the peer inbox if it is on; skip what the
 turn store already consumed (a redelivery after a crash: acked, not run again); run the
 turn; settle. With nothing to do it has a warm spare readied for its next turn (spares.py)
-and waits for its wake-up flag, set by the bus watcher and by control verbs. Before its
+and waits for its wake-up flag, set by the bus watcher and by control verbs; a panel that
+finds every turn slot taken readies its spare before it waits for one. Before its
 first claim, a life publishes what an earlier life's committed turns queued and did not get
 out (outbox.py): a crash between a commit and its publish loses no send.
 
@@ -152,6 +153,8 @@ async def _loop(
             await host.log.commit()  # a halt the guard made as the panel stopped is on disk
             await wake.wait()
             continue
+        if slots.available_tokens < 1:
+            await warm(runner, session, driver)  # every slot is taken: ready the turn meanwhile
         async with slots, runner.exclusive:
             ran = await _claim_and_run(runner, session, tickets)
             if ran:
