@@ -12,9 +12,10 @@ For a solo panel and for a team of 8 whose panels take turns one after another, 
 the default team runs (sandbox "auto", bubblewrap present) and unconfined beside it. Each case
 runs without a warm spare and then with (`--spares N` for the solo runs, default 1;
 `--team-spares N` for the team, default 8, one per panel), side by side on the same load, and
-the team once more with its default `warm_spares`. Each figure line ends with the load
-average; the issue's targets are computed from the runs with spares ("target met" / "target
-missed"). With spares, the idle cost of the spares (RSS, CPU) is measured too.
+the team once more with its default `warm_spares`. Each case says how many of its turns
+ran on a spare. Each figure line ends with the load average; the issue's targets are
+computed from the runs with spares ("target met" / "target missed"). With spares, the idle
+cost of the spares (RSS, CPU) is measured too.
 
     .venv/bin/python bench/turn_latency.py [--rounds 12] [--spares N] [--team-spares N] [--quick]
 """
@@ -63,6 +64,9 @@ class Run:
     loads: list[str] = field(default_factory=list)
     spare_rss_kb: list[int] = field(default_factory=list)
     spare_cpu: float | None = None
+    on_spare: int = 0  # turns (warm-up round included) that ran on a spare
+    discarded: int = 0  # spares a turn found stale or dead
+    turns: int = 0
 
 
 def team_text(panels: int, sandbox: str, spares: int | None) -> str:
@@ -172,6 +176,11 @@ async def measure(label: str, panels: int, rounds: int, sandbox: str, spares: in
                 await anyio.sleep(pause)
         if team.warm_spares:
             run.spare_rss_kb, run.spare_cpu = spare_cost(team.state_dir, idle=idle)
+        for runner in host.panels.values():
+            driver = getattr(runner.session, "driver", None)
+            run.on_spare += getattr(driver, "spares_used", 0)
+            run.discarded += getattr(driver, "spares_discarded", 0)
+        run.turns = (rounds + 1) * panels
         viewer.close()
         stop_tail = True
         host.request_stop()
@@ -220,6 +229,8 @@ def report(run: Run) -> None:
                           ("answer -> on the dashboard's tail", run.on_tail)):  # fmt: skip
         print(f"{run.label}: {name}: p50 {pct(samples, 0.5):.0f} ms, p95 {pct(samples, 0.95):.0f}"
               f" ms (n={len(samples)}) {run.loads[-1] if run.loads else load()}")  # fmt: skip
+    print(f"{run.label}: turns on a spare: {run.on_spare} of {run.turns} (the warm-up round "
+          f"included); spares found stale or dead: {run.discarded}")  # fmt: skip
     if run.spare_rss_kb:
         print(f"{run.label}: idle spares: {len(run.spare_rss_kb)} processes, RSS "
               f"{sum(run.spare_rss_kb) / 1024:.0f} MB in all, CPU {run.spare_cpu or 0:.3f} s/s "
