@@ -1,7 +1,8 @@
 """The turn-latency bench (bench/turn_latency.py --quick): a real host, the bundled CLI on the
 rehearsal model, sandboxed as a default team runs, with a warm spare. The figures depend on
 the machine's load, so the test holds the bench to measuring: every line is there, with its
-samples, the spare's idle cost is measured, and the target line is computed."""
+samples, the spare's idle cost is measured, every turn run with a spare ran on one, and the
+target line is computed."""
 
 from __future__ import annotations
 
@@ -31,3 +32,7 @@ def test_quick_bench_measures_each_stage_and_the_spare(
         assert re.search(rf"{stage}: p50 \d+ ms, p95 \d+ ms \(n=2\) \(load ", out), out
     assert re.search(r"idle spares: [1-9]\d* processes, RSS \d+ MB in all, CPU [\d.]+ s/s", out)
     assert re.search(r"^target (met|missed): solo sandboxed .* \(warm_spares 1\)$", out, re.M)
+    # The quick run's three turns without a spare, and with one: every turn on it.
+    assert re.search(r"no spare: turns on a spare: 0 of 3 .*stale or dead: 0$", out, re.M), out
+    assert re.search(r"warm_spares 1: turns on a spare: 3 of 3 .*stale or dead: 0$", out, re.M)
+    assert re.search(r"^solo sandboxed, with a spare against without, .*: 0\.\d\dx ", out, re.M)
