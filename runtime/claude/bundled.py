@@ -30,8 +30,8 @@ def bundled_cli() -> Path | None:
 
 def own_session_cli(folder: Path, cli: Path | None = None) -> Path | None:
     """A launcher, kept in `folder`, that runs `cli` (default: the bundled CLI) in a session
-    of its own; None where that cannot be (no `setsid`, no CLI, `folder` not writable), and
-    the CLI then runs as the SDK starts it.
+    of its own; None where that cannot be (no `setsid`, no CLI, `folder` not writable or on
+    a file system that runs nothing), and the CLI then runs as the SDK starts it.
 
     Why: the SDK starts the CLI in the host's process group, so a terminal's Ctrl-C, meant
     for a host in the foreground, reaches every CLI too, and the CLI exits on it at once:
@@ -47,9 +47,11 @@ def own_session_cli(folder: Path, cli: Path | None = None) -> Path | None:
     text = f'#!/bin/sh\nexec {shlex.quote(setsid)} {shlex.quote(str(cli))} "$@"\n'
     launcher = folder / "claude"
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.statvfs(folder).f_flag & os.ST_NOEXEC:
+            return None  # a launcher there could not be run: every turn would fail
         if launcher.is_file() and launcher.read_text(encoding="utf-8") == text:
             return launcher
-        folder.mkdir(parents=True, exist_ok=True)
         fresh = folder / f".claude.{os.getpid()}"
         fresh.write_text(text, encoding="utf-8")
         fresh.chmod(0o700)

@@ -59,3 +59,22 @@ def test_without_setsid_a_cli_or_a_writable_folder_there_is_none(
     assert own_session_cli(blocked / "cli", cli) is None  # a folder under a file
     monkeypatch.setenv("PATH", str(tmp_path))  # no setsid on it
     assert own_session_cli(tmp_path / "cli", cli) is None
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="mounts a file system: root only")
+def test_none_on_a_file_system_that_runs_nothing(tmp_path: Path) -> None:
+    cli = probe_cli(tmp_path)
+    mount = tmp_path / "noexec"
+    mount.mkdir()
+    check = (
+        "from pathlib import Path; from runtime.claude.bundled import own_session_cli; "
+        f"print(own_session_cli(Path({str(mount / 'cli')!r}), Path({str(cli)!r})))"
+    )
+    script = 'mount -t tmpfs -o noexec none "$1" && exec "$2" -c "$3"'
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+         str(mount), sys.executable, check],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None"
