@@ -102,6 +102,8 @@ class ClaudeDriver:
             "cli_path": self._cli_path,
             "env": self._env,
             "sandbox": repr(self.sandbox),
+            # With what it guards now: a role doc switched to since makes a new sandbox.
+            "sandbox_now": None if self.sandbox is None else repr(self.sandbox.current()),
             "transport": self._transport_factory is not None,
         }
         return fingerprint(request, facts)

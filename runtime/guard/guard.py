@@ -223,6 +223,13 @@ class Guard:
                 return judged
         return await self.policy.decide(call)
 
+    def guard_role_doc(self, path: Path) -> None:
+        """The panel reads its role doc from `path` from now on: its policy guards it from
+        the tools as it guards the one the panel was opened with (a policy that is not the
+        instance's has no such rule to widen)."""
+        if isinstance(self.policy, PolicyApprover):
+            self.policy.guard_role_doc(path)
+
     async def check_read(self, path: str, cwd: Path) -> str | None:
         """None when the host itself may read `path` for one of the panel's own tools (they
         run in the host, outside any sandbox); else the refusal the model reads. The tool's

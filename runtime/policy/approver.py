@@ -25,7 +25,7 @@ import anyio
 from runtime.errors import PolicyError
 from runtime.instance.debuglog import DebugLog
 from runtime.policy.asking import Answer, Asker, HeadlessAsker
-from runtime.policy.context import PolicyContext
+from runtime.policy.context import PolicyContext, real
 from runtime.policy.display import escape_command_for_display, escape_for_display
 from runtime.policy.patterns import SafePattern, compile_pattern, exact_pattern
 from runtime.policy.policy import PolicyState, Verdict, decide
@@ -94,6 +94,12 @@ class PolicyApprover:
     @property
     def state(self) -> PolicyState:
         return self._state
+
+    def guard_role_doc(self, path: Path) -> None:
+        """`path` is a role doc the panel reads from now on (switched to mid-run): no tool
+        may write it, as none may write the one it was opened with (kept guarded too)."""
+        docs = (*self.context.role_docs, real(path))
+        self.context = replace(self.context, role_docs=tuple(dict.fromkeys(docs)))
 
     async def decide(self, call: ToolCallRequest, *, outside_sandbox: bool = False) -> Decision:
         """Decide `call`, asking when the verdict is `ask`. `outside_sandbox`: the call is

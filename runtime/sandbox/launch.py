@@ -15,8 +15,9 @@ import shlex
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runtime.errors import MnemaraError
@@ -37,6 +38,24 @@ class SandboxUnavailable(MnemaraError):
     build it here; the message says why (the host adds how to run unconfined instead)."""
 
 
+class AddedReadOnly:
+    """Files made read-only inside after the sandbox was made (a role doc a panel switched
+    to mid-run), for every turn that starts from now on. One set per sandbox, shared by all
+    the drivers of a host, so every panel's next sandbox guards a peer's new role doc too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: tuple[Path, ...] = ()
+
+    def add(self, path: Path) -> None:
+        with self._lock:
+            if path not in self._paths:
+                self._paths = (*self._paths, path)
+
+    def paths(self) -> tuple[Path, ...]:
+        return self._paths
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """What a driver needs to confine its turns: the settings and the machine's facts."""
@@ -47,6 +66,16 @@ class Sandbox:
     state_home: Path | None = None
     isolate: bool = True  # each command in a nested namespace (isolate.py); probed
     placeholders: Placeholders = field(default_factory=Placeholders, compare=False, repr=False)
+    added: AddedReadOnly = field(default_factory=AddedReadOnly, compare=False, repr=False)
+
+    def current(self) -> SandboxSettings:
+        """The settings a turn starting now is confined by: with the read-only files added
+        since the sandbox was made."""
+        known = self.settings.read_only
+        extra = tuple(p for p in self.added.paths() if p not in known)
+        if not extra:
+            return self.settings
+        return replace(self.settings, read_only=(*known, *extra))
 
     def containment(self, cwd: Path) -> Containment:
         """What a turn in `cwd` can do inside, for the policy (runtime/policy/containment.py):
@@ -85,7 +114,7 @@ class Sandbox:
                 gateway_dir=gateway_dir,
                 cwd=cwd,
                 env=env,
-                settings=self.settings,
+                settings=self.current(),
                 user_home=self.user_home,
                 state_home=self.state_home,
                 isolate=self.isolate,

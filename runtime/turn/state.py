@@ -112,6 +112,7 @@ class SessionState:
         """Read the role doc from `path` from the next turn on (not saved to config.json)."""
         self.config = self.config.model_copy(update={"role_doc_path": str(path)})
         self.role = RoleDocSource(path)
+        self._guard_role_doc(path)
 
     def update_config(self, **changes: object) -> None:
         updated = self.config.model_copy(update=changes)
@@ -121,6 +122,13 @@ class SessionState:
         if "role_doc_path" in changes:
             path = str(changes["role_doc_path"])
             self.role = RoleDocSource(Path(path) if path else None)
+            if path:
+                self._guard_role_doc(Path(path))
+
+    def _guard_role_doc(self, path: Path) -> None:
+        """A role doc switched to mid-run is guarded from the tools as the first one was;
+        the sandbox's read-only files are the host's to widen (panels/host/turns/window.py)."""
+        self.guard.guard_role_doc(path)
 
     # -- what the agent's tools see (runtime.tools.ToolContext) ------------------------------
 

@@ -17,6 +17,7 @@ from panels.hostdb import verbs
 from runtime.errors import LaneError
 from runtime.instance.config import write_text_atomic
 from runtime.instance.lane import read_lane, split_front_matter
+from runtime.sandbox import Sandbox
 from runtime.store import TurnStore
 from runtime.turn.session import Session
 from runtime.window import ops as window_ops
@@ -145,4 +146,9 @@ async def role(session: Session, verb: verbs.SetRole) -> str:
         session.update_config(role_doc_path=str(path))
     else:
         session.use_role_doc(path)
+    # Read-only inside every panel's sandbox from its next turn, as the team's role docs are
+    # (confine.py): a panel that rewrote it would steer this one, or widen its lane.
+    sandbox = getattr(session.driver, "sandbox", None)
+    if isinstance(sandbox, Sandbox):
+        sandbox.added.add(path)
     return f"role doc: {path} (read again on every turn)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from runtime.claude import ClaudeDriver
 from runtime.claude.binding import UNBOUND, Binding
 from runtime.claude.pool import SparePool
 from runtime.instance.config import InstanceConfig
+from runtime.sandbox import Sandbox, SandboxSettings
 from runtime.turn.cache_ttl import LONG_PAUSE, TtlChooser
 from runtime.turn.driver import Decision, ToolCallRequest, ToolOutput, ToolSpec
 from runtime.turn.request import spare_key
@@ -150,3 +152,24 @@ async def test_a_binding_refuses_until_bound_then_serves_the_bound_turn_only(
     assert hook["hookSpecificOutput"]["permissionDecision"] == "deny"  # type: ignore[typeddict-item]
     assert first.asked == [] and second.asked == ["Bash"]
     assert (await binding.call("t", {})).text == "second turn's handler"
+
+
+def test_a_file_the_sandbox_guards_since_it_was_made_changes_the_fingerprint(
+    make_request: Any, tmp_path: Path
+) -> None:
+    """A role doc switched to mid-run is read-only in every sandbox made from then on
+    (runtime/sandbox/launch.py): a spare made before it does not guard it, so it is not
+    taken."""
+    sandbox = Sandbox(SandboxSettings(), "/usr/bin/bwrap", tmp_path)
+    driver = ClaudeDriver(sandbox=sandbox)
+    request = make_request()
+    before = driver.fingerprint(request)
+    role = tmp_path / "new.md"
+    sandbox.added.add(role)
+    assert sandbox.current().read_only == (role,)
+    assert driver.fingerprint(request) != before
+    sandbox.added.add(role)  # once is enough
+    assert sandbox.current().read_only == (role,)
+    guarded = Sandbox(SandboxSettings(read_only=(role,)), "/usr/bin/bwrap", tmp_path)
+    guarded.added.add(role)  # guarded from the start: nothing new
+    assert guarded.current() is guarded.settings
