@@ -3,7 +3,8 @@
 Finding `bwrap` on PATH is not enough: containers and hardened kernels can forbid the
 namespaces it needs. So the probe runs the smallest sandbox a turn would use (no network, own
 process ids, all capabilities dropped) and keeps the answer; then one inside it, as each
-command's isolation (isolate.py) needs, which some kernels and policies forbid.
+command's isolation (isolate.py) needs, which some kernels and policies forbid. A temporary
+folder mounted noexec cannot run a turn's launcher, so it counts as no sandbox too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 PROBE_TIMEOUT_S = 10.0
@@ -34,8 +36,21 @@ class Support:
 
 def probe() -> Support:
     """The answer for the `bwrap` on PATH (cached per executable: it does not change under
-    a running host, and a turn must not pay for a probe)."""
-    return check(shutil.which("bwrap"))
+    a running host, and a turn must not pay for a probe), and for the temporary folder,
+    where each turn's launcher is written and run (launch.py)."""
+    support = check(shutil.which("bwrap"))
+    if support.bwrap is None:
+        return support
+    try:
+        folder = tempfile.gettempdir()
+        runs = not os.statvfs(folder).f_flag & os.ST_NOEXEC
+    except OSError as exc:  # no usable temporary folder at all
+        return Support(None, f"no temporary folder for the sandbox's launcher: {exc}")
+    if not runs:
+        return Support(None, f"the temporary folder {folder} is mounted noexec, so a "
+                       "sandbox's launcher cannot run there; set TMPDIR to a folder where "
+                       "programs can run")  # fmt: skip
+    return support
 
 
 @functools.cache

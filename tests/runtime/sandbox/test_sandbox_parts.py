@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -340,3 +342,28 @@ def test_where_a_sandbox_cannot_nest_commands_share_the_cli_s_namespaces_and_it_
         settings=SandboxSettings(), user_home=tmp_path, state_home=None, isolate=False,
     )  # fmt: skip
     assert "CLAUDE_CODE_SHELL_PREFIX" not in plan.argv and plan.files == {}
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="mounts a file system: root only")
+def test_a_temporary_folder_that_runs_nothing_means_no_sandbox_and_says_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """Each turn's launcher is written to the temporary folder and run from there: mounted
+    noexec, every sandboxed turn would fail to start, so the probe says no, with the fix."""
+    mount = tmp_path / "noexec"
+    mount.mkdir()
+    check = "from runtime.sandbox import probe; s = probe(); print(s.bwrap); print(s.reason)"
+    script = 'mount -t tmpfs -o noexec none "$1" && TMPDIR="$1" exec "$2" -c "$3"'
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+         str(mount), sys.executable, check],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bwrap, reason = done.stdout.splitlines()
+    assert bwrap == "None"
+    assert reason == (
+        f"the temporary folder {mount} is mounted noexec, so a sandbox's launcher cannot run "
+        "there; set TMPDIR to a folder where programs can run"
+    )
+    assert probe().available  # here, where /tmp runs programs
