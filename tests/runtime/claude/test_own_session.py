@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime.claude.bundled import own_session_cli
+from tests.noexec_kit import ROOT_ONLY, run_on_noexec
 
 # Stands in for the CLI: says its pid, its session and its process group.
 PROBE = f"#!{sys.executable}\nimport os\nprint(os.getpid(), os.getsid(0), os.getpgid(0))\n"
@@ -61,20 +62,12 @@ def test_without_setsid_a_cli_or_a_writable_folder_there_is_none(
     assert own_session_cli(tmp_path / "cli", cli) is None
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="mounts a file system: root only")
+@ROOT_ONLY
 def test_none_on_a_file_system_that_runs_nothing(tmp_path: Path) -> None:
     cli = probe_cli(tmp_path)
     mount = tmp_path / "noexec"
-    mount.mkdir()
     check = (
         "from pathlib import Path; from runtime.claude.bundled import own_session_cli; "
         f"print(own_session_cli(Path({str(mount / 'cli')!r}), Path({str(cli)!r})))"
     )
-    script = 'mount -t tmpfs -o noexec none "$1" && exec "$2" -c "$3"'
-    done = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-         str(mount), sys.executable, check],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3],
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "None"
+    assert run_on_noexec(mount, check).strip() == "None"

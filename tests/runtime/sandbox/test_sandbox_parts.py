@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +17,7 @@ from runtime.sandbox.gateway import Gateway, allowed_targets, parse_connect
 from runtime.sandbox.launch import RELAY, launcher_script, open_gateway, relay_python, write_files
 from runtime.sandbox.plan import Plan, build_plan
 from runtime.sandbox.probe import check
+from tests.noexec_kit import ROOT_ONLY, run_on_noexec
 
 
 def test_a_missing_bwrap_is_named_with_the_fix(tmp_path: Path) -> None:
@@ -344,23 +343,15 @@ def test_where_a_sandbox_cannot_nest_commands_share_the_cli_s_namespaces_and_it_
     assert "CLAUDE_CODE_SHELL_PREFIX" not in plan.argv and plan.files == {}
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="mounts a file system: root only")
+@ROOT_ONLY
 def test_a_temporary_folder_that_runs_nothing_means_no_sandbox_and_says_what_to_do(
     tmp_path: Path,
 ) -> None:
     """Each turn's launcher is written to the temporary folder and run from there: mounted
     noexec, every sandboxed turn would fail to start, so the probe says no, with the fix."""
     mount = tmp_path / "noexec"
-    mount.mkdir()
     check = "from runtime.sandbox import probe; s = probe(); print(s.bwrap); print(s.reason)"
-    script = 'mount -t tmpfs -o noexec none "$1" && TMPDIR="$1" exec "$2" -c "$3"'
-    done = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-         str(mount), sys.executable, check],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3],
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    bwrap, reason = done.stdout.splitlines()
+    bwrap, reason = run_on_noexec(mount, check).splitlines()
     assert bwrap == "None"
     assert reason == (
         f"the temporary folder {mount} is mounted noexec, so a sandbox's launcher cannot run "
